@@ -1,0 +1,1 @@
+"""One module a CLI subcommand; each exposes ``register(subparsers)``."""

@@ -1,0 +1,17 @@
+"""Build the Cython extension modules of engine_ext (metadata lives in pyproject.toml)."""
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+EXTENSIONS = [
+    Extension("engine_ext.core", ["engine_ext/core.pyx"], extra_compile_args=["-O3"]),
+    Extension("engine_ext.strategic", ["engine_ext/strategic.pyx"], extra_compile_args=["-O3"]),
+]
+
+setup(
+    ext_modules=cythonize(
+        EXTENSIONS,
+        compiler_directives={"language_level": "3", "embedsignature": True},
+        annotate=False,
+    ),
+)
