@@ -33,7 +33,8 @@ def test_game_context_is_on_every_line(json_log: io.StringIO) -> None:
     structlog.get_logger().info("idle")
     first, second, third = lines(json_log)
     assert first["game_id"] == second["game_id"] == "g-17"
-    assert first["opponent"] == "probe" and first["move_no"] == 12 and first["move"] == "A4-A5" and first["level"] == "info"
+    assert first["opponent"] == "probe" and first["move_no"] == 12
+    assert first["move"] == "A4-A5" and first["level"] == "info"
     assert "game_id" not in third
 
 
