@@ -1,0 +1,194 @@
+"""``perspecto setups``: browse, show, generate and check setups, with a board picture."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from engine_ext.pieces import RANK_STYLES, Rank, Side
+from engine_ext.rulesets import RULESETS, Ruleset, SetupError, get_ruleset
+from setups.generator import floor_violations, generate_setup
+from setups.library import LibraryError, NamedSetup, SetupLibrary, read_setup_file
+from setups.notation import Notation, Setup, format_setup, parse_setup
+from setups.stats import load_stats
+
+# Colours say what a piece is for at a glance: the flag and bombs stand out, the top pieces are bold.
+_STYLE: dict[Rank | None, str] = {
+    Rank.FLAG: "bold black on yellow",
+    Rank.BOMB: "bold red",
+    Rank.MARSHAL: "bold magenta",
+    Rank.GENERAL: "bold magenta",
+    Rank.COLONEL: "magenta",
+    Rank.SPY: "bold blue",
+    Rank.MINER: "green",
+    Rank.SCOUT: "cyan",
+    None: "dim",
+}
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "setups",
+        help="list, show, generate and check setups",
+        description="The setup library, the generator and a legality check, with a board picture.",
+    )
+    actions = parser.add_subparsers(dest="setups_action", metavar="ACTION", required=True)
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dir", action="append", type=Path, default=[], metavar="DIR",
+                        help="also read the user setup files (*.toml) in DIR (repeatable)")
+    display = argparse.ArgumentParser(add_help=False)
+    display.add_argument("--side", choices=["red", "blue"], default="red",
+                         help="label the board rows as this side plays them (default red)")
+    display.add_argument("--style", choices=RANK_STYLES, default="american",
+                         help="rank symbols on the board: american (marshal 10) or european (marshal 1)")
+    display.add_argument("--notation", choices=[n.value for n in Notation], default=Notation.AMERICAN.value,
+                         help="notation of the printed text (default american)")
+
+    p_list = actions.add_parser("list", parents=[common], help="the named setups")
+    p_list.add_argument("--ruleset", default=None, help="only this ruleset (default: all)")
+    p_list.set_defaults(func=run_list)
+
+    p_show = actions.add_parser("show", parents=[common, display], help="one named setup")
+    p_show.add_argument("name")
+    p_show.add_argument("--ruleset", default=None, help="the ruleset the name belongs to")
+    p_show.set_defaults(func=run_show)
+
+    p_gen = actions.add_parser("generate", parents=[display], help="a new human-like setup")
+    p_gen.add_argument("--seed", type=int, default=None, help="reproduce a setup (default: a random seed)")
+    p_gen.add_argument("--ruleset", default="classic", choices=sorted(RULESETS))
+    p_gen.set_defaults(func=run_generate)
+
+    p_check = actions.add_parser("check", parents=[display], help="is a setup file legal? (exit 1 if not)")
+    p_check.add_argument("file", help="a setup text file (rows, front row first) or a library .toml; - for stdin")
+    p_check.add_argument("--ruleset", default="classic", choices=sorted(RULESETS))
+    p_check.add_argument("--input-notation", dest="input_notation", default=None,
+                         choices=[n.value for n in Notation], help="the file's notation (default: detect)")
+    p_check.set_defaults(func=run_check)
+
+
+def _console() -> Console:
+    # Created per call so output follows whatever sys.stdout is at that moment (tests capture it).
+    return Console(file=sys.stdout, highlight=False)
+
+
+def board_table(setup: Setup, side: Side = Side.RED, style: str = "american") -> Table:
+    """The setup as it stands on the board: the row next to the lakes at the top, front row first."""
+    ruleset = setup.ruleset
+    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1), show_edge=False)
+    table.add_column("", justify="right", style="dim")
+    for col in range(ruleset.width):
+        table.add_column("ABCDEFGHIJKL"[col], justify="center")
+    squares = ruleset.setup_squares(side)
+    # The row just in front of the setup area, to show which squares face a lake.
+    ahead = squares[0].row + (1 if side == Side.RED else -1)
+    if 0 <= ahead < ruleset.height:
+        lake_cells = [
+            Text("~~", style="blue") if any(sq.col == c and sq.row == ahead for sq in ruleset.lakes) else Text("")
+            for c in range(ruleset.width)
+        ]
+        table.add_row(Text(str(ahead + 1)), *lake_cells)
+    for row_index, row in enumerate(setup.rows()):
+        board_row = squares[row_index * ruleset.width].row + 1
+        cells = [Text("." if r is None else r.symbol(style), style=_STYLE.get(r, "")) for r in row]
+        table.add_row(Text(str(board_row)), *cells)
+    return table
+
+
+def _flag_square(setup: Setup, side: Side = Side.RED) -> str:
+    flags = setup.index_of(Rank.FLAG)
+    return str(setup.square(flags[0], side)) if flags else "-"
+
+
+def _print_setup(console: Console, entry: NamedSetup, args: argparse.Namespace) -> None:
+    side = Side.parse(args.side)
+    setup = entry.setup
+    console.print(Text(f"{entry.name} ({setup.ruleset.name})", style="bold"))
+    if entry.description:
+        console.print(entry.description)
+    if entry.tags:
+        console.print(Text("tags: " + ", ".join(entry.tags), style="dim"))
+    console.print(board_table(setup, side, args.style))
+    console.print(f"{args.notation} notation, front row first:")
+    console.print(format_setup(setup, args.notation), markup=False)
+    stats = load_stats(setup.ruleset)
+    if stats is not None:
+        console.print(f"human-likeness: {stats.score(setup)}")
+    below_floor = floor_violations(setup)
+    if below_floor:
+        console.print(Text("below the generator's floor: " + "; ".join(below_floor), style="dim"))
+
+
+def _library(args: argparse.Namespace) -> SetupLibrary:
+    library = SetupLibrary.load(args.dir)
+    for problem in library.errors:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    return library
+
+
+def run_list(args: argparse.Namespace) -> int:
+    console = _console()
+    library = _library(args)
+    ruleset: Ruleset | None = get_ruleset(args.ruleset) if args.ruleset else None
+    table = Table(show_header=True, header_style="bold")
+    for title in ("ruleset", "name", "flag", "human"):
+        table.add_column(title, no_wrap=True)
+    table.add_column("idea", overflow="fold", ratio=1)
+    for entry in library.entries(ruleset):
+        stats = load_stats(entry.ruleset)
+        score = f"{stats.score(entry.setup).normalised:.2f}" if stats is not None else "-"
+        table.add_row(entry.ruleset.name, entry.name, _flag_square(entry.setup), score, entry.description)
+    console.print(table)
+    console.print(f"{len(library.entries(ruleset))} setup(s); 'human' is 1.00 for a typical Gravon player's setup")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    library = _library(args)
+    try:
+        entry = library.lookup(args.name, args.ruleset)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 1
+    _print_setup(_console(), entry, args)
+    return 0
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
+    ruleset = get_ruleset(args.ruleset)
+    entry = NamedSetup(name=f"generated-{seed}", setup=generate_setup(ruleset, seed),
+                       description=f"generated with seed {seed}", source="generator")
+    _print_setup(_console(), entry, args)
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    console = _console()
+    path = Path(args.file)
+    try:
+        if args.file != "-" and path.suffix == ".toml":
+            entries = read_setup_file(path)
+            for entry in entries:
+                console.print(f"{entry.name} ({entry.ruleset.name}): legal")
+            console.print(f"{path}: {len(entries)} legal setup(s)")
+            return 0
+        text = sys.stdin.read() if args.file == "-" else path.read_text(encoding="utf-8")
+        lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        setup = parse_setup("\n".join(lines), get_ruleset(args.ruleset), args.input_notation)
+    except (SetupError, LibraryError) as exc:
+        console.print(Text(f"illegal: {exc}", style="bold red"))
+        return 1
+    except OSError as exc:
+        print(f"error: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    _print_setup(console, NamedSetup(name=str(path), setup=setup), args)
+    console.print(Text("legal", style="bold green"))
+    return 0

@@ -1,0 +1,60 @@
+"""Boil the Gravon setup collections down to the compact statistics files the package ships.
+
+Usage: python scripts/build_setup_stats.py [--data DIR] [--out DIR]
+Reads gravon-setups-classic.txt and gravon-setups-barrage.txt from ``--data`` (default: the shared
+data directory next to the repository) and writes classic-stats.json and barrage-stats.json into
+``--out`` (default: setups/data). Run it again whenever the data files change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from engine_ext.rulesets import BARRAGE, CLASSIC  # noqa: E402
+from setups.stats import compute_stats, read_gravon_lines  # noqa: E402
+
+SOURCES = {CLASSIC: "gravon-setups-classic.txt", BARRAGE: "gravon-setups-barrage.txt"}
+
+
+def to_json(value: object, indent: int = 0) -> str:
+    """JSON with one line a list of numbers: small, yet a change shows up as a readable diff."""
+    pad = "  " * (indent + 1)
+    if isinstance(value, dict):
+        items = [f"{pad}{json.dumps(k)}: {to_json(v, indent + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        items = [f"{pad}{to_json(v, indent + 1)}" for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + "  " * indent + "]"
+    return json.dumps(value, separators=(",", ":") if isinstance(value, list) else (", ", ": "))
+
+
+def build(data_dir: Path, out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for ruleset, file_name in SOURCES.items():
+        lines, skipped = read_gravon_lines(data_dir / file_name, ruleset)
+        stats = compute_stats(lines, ruleset, source=file_name, skipped=skipped)
+        target = out_dir / f"{ruleset.name}-stats.json"
+        target.write_text(to_json(stats) + "\n", encoding="utf-8")
+        written.append(target)
+        print(f"{target}: {stats['setups']} setups, {skipped} malformed line(s) skipped")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=REPO / "setups" / "data")
+    args = parser.parse_args(argv)
+    build(args.data, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

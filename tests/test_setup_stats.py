@@ -1,0 +1,142 @@
+"""The shipped setup statistics: compact, computed from the Gravon data, and the score built on them."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine_ext.pieces import Rank
+from engine_ext.rulesets import BARRAGE, CLASSIC, MINI, Ruleset
+from setups import Notation, SetupStats, compute_stats, generate_setup, load_stats, parse_setup, random_setup
+from setups.stats import read_gravon_lines, stats_path
+
+DATA = Path(__file__).parents[2] / "shared" / "data"
+SOURCES = {CLASSIC: "gravon-setups-classic.txt", BARRAGE: "gravon-setups-barrage.txt"}
+
+needs_data = pytest.mark.skipif(not (DATA / SOURCES[CLASSIC]).is_file(), reason="shared Gravon data not present")
+
+
+def _shipped(name: str) -> dict[str, Any]:
+    return json.loads(stats_path(name).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("ruleset", [CLASSIC, BARRAGE])
+def test_shipped_statistics_are_compact_and_inside_the_package(ruleset: Ruleset) -> None:
+    path = stats_path(ruleset.name)
+    assert path.is_file()
+    assert Path(__file__).parents[1] / "setups" / "data" == path.parent
+    assert path.stat().st_size < 32_000
+    stats = load_stats(ruleset)
+    assert stats is not None and stats.ruleset == ruleset
+
+
+def test_no_statistics_for_mini() -> None:
+    assert load_stats(MINI) is None
+    assert load_stats("mini") is None
+
+
+@pytest.mark.parametrize("ruleset", [CLASSIC, BARRAGE])
+def test_counts_add_up(ruleset: Ruleset) -> None:
+    data = _shipped(ruleset.name)
+    n = data["setups"]
+    size = ruleset.width * ruleset.setup_rows
+    counts = data["rank_counts"]
+    for index in range(size):
+        assert sum(per_square[index] for per_square in counts.values()) == n
+    for rank, have in ruleset.pieces.items():
+        assert sum(counts[rank.label]) == n * have
+    assert sum(data["flag"]["by_row_from_front"]) == n
+    assert sum(g["setups"] for g in data["flag"]["neighbour_bombs"]) == n
+
+
+@needs_data
+@pytest.mark.parametrize("ruleset", [CLASSIC, BARRAGE])
+def test_statistics_are_computed_from_the_data_file(ruleset: Ruleset) -> None:
+    lines, skipped = read_gravon_lines(DATA / SOURCES[ruleset], ruleset)
+    assert compute_stats(lines, ruleset, source=SOURCES[ruleset], skipped=skipped) == _shipped(ruleset.name)
+
+
+@needs_data
+def test_flag_statistics_match_a_plain_count_of_the_file() -> None:
+    # An independent count straight from the text, not through compute_stats.
+    lines = [
+        line.strip()
+        for line in (DATA / SOURCES[CLASSIC]).read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert len(lines) == 64_920
+    data = _shipped("classic")
+    assert data["setups"] == len(lines)
+    flags = Counter(line.index("M") for line in lines)
+    assert data["rank_counts"]["flag"] == [flags[i] for i in range(40)]
+    assert data["flag"]["by_row_from_front"][3] == sum(flags[i] for i in range(30, 40))
+    marshal_front = sum(1 for line in lines if "L" in line[:10])
+    assert sum(data["rank_counts"]["marshal"][:10]) == marshal_front
+
+    def fully_bombed(line: str) -> bool:
+        f = line.index("M")
+        row, col = divmod(f, 10)
+        around = [(row + dr) * 10 + col + dc for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1))
+                  if 0 <= row + dr < 4 and 0 <= col + dc < 10]
+        return all(line[j] == "B" for j in around)
+
+    share = sum(map(fully_bombed, lines)) / len(lines)
+    assert data["flag"]["fully_guarded_share"] == pytest.approx(share, abs=1e-6)
+
+
+def test_statistics_highlights() -> None:
+    data = _shipped("classic")
+    # People keep the flag on the back row nearly nine times in ten, and in a corner a fifth of the time.
+    assert 0.85 < data["flag"]["on_back_row_share"] < 0.92
+    corners = data["rank_counts"]["flag"][30] + data["rank_counts"]["flag"][39]
+    assert 0.15 < corners / data["setups"] < 0.25
+    stats = load_stats(CLASSIC)
+    assert stats is not None
+    # Scouts crowd the front row, miners the back rows.
+    assert stats.row_shares(Rank.SCOUT)[0] > 0.3
+    assert stats.row_shares(Rank.MINER)[3] > stats.row_shares(Rank.MINER)[0]
+    barrage = _shipped("barrage")
+    assert barrage["skipped_lines"] == 1  # the stray ']' at the end of the Barrage file
+
+
+def test_score_is_normalised_to_human_setups() -> None:
+    stats = load_stats(CLASSIC)
+    assert stats is not None
+    data = _shipped("classic")
+    quantiles = data["score"]["human_gain_quantiles"]
+    assert quantiles == sorted(quantiles)
+    median_like = parse_setup("BDGFDFDDDBHFLJGKDIFGEHEMCEHBDDIBJEIBHEBG", CLASSIC, Notation.GRAVON)
+    score = stats.score(median_like)
+    assert score.normalised == pytest.approx(score.gain / data["score"]["human_mean_gain"])
+    assert 0.0 <= score.human_percentile <= 100.0
+    assert math.isfinite(score.log_likelihood) and score.log_likelihood < 0
+
+
+def test_score_orders_generated_above_random() -> None:
+    for ruleset in (CLASSIC, BARRAGE):
+        stats = load_stats(ruleset)
+        assert stats is not None
+        generated = sum(stats.score(generate_setup(ruleset, s)).gain for s in range(30)) / 30
+        shuffled = sum(stats.score(random_setup(ruleset, s)).gain for s in range(30)) / 30
+        assert generated > shuffled
+
+
+def test_score_refuses_another_ruleset() -> None:
+    stats = load_stats(CLASSIC)
+    assert stats is not None
+    with pytest.raises(ValueError, match="barrage"):
+        stats.score(generate_setup(BARRAGE, 1))
+
+
+def test_compute_stats_on_a_small_sample() -> None:
+    lines = ["BDGFDFDDDBHFLJGKDIFGEHEMCEHBDDIBJEIBHEBG", "DFIKFGDLFGDGHCDHIEDHBBEJDIJBEBGHDEDEBMBF", "X" * 40]
+    data = compute_stats(lines, CLASSIC)
+    assert data["setups"] == 2 and data["skipped_illegal"] == 1
+    assert data["rank_counts"]["flag"][23] == 1 and data["rank_counts"]["flag"][37] == 1
+    model = SetupStats(data)
+    assert model.probability(Rank.FLAG, 23) > model.probability(Rank.FLAG, 0)
