@@ -1,0 +1,283 @@
+"""The strategic search of the Perspecto thesis (9.2, Appendix 1) written plainly, for the tests.
+
+Slow on purpose: the position is read off the ``Position`` wrapper into dicts, every score is worked
+out from scratch, and the rules are a table that reads like Appendix 1. The compiled version in
+engine_ext/strategic.pyx must give the same numbers; docs/strategic.md explains each choice.
+Nothing in the bot uses this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from engine_ext.core import Position
+from engine_ext.pieces import Rank
+
+MIN_STEPS = 4  # "L är antal steg mellan pjäserna (lägst 4)"
+
+# The European "lower than a major" (f>4): captain down to spy.
+_LOWER = frozenset({Rank.CAPTAIN, Rank.LIEUTENANT, Rank.SERGEANT, Rank.MINER, Rank.SCOUT, Rank.SPY})
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One attraction rule: own rank, which opponent pieces pull, and the force as a function of
+    the target's flag and bomb probabilities."""
+
+    number: int
+    notation: str  # as the thesis writes it (European ranks)
+    own: frozenset[Rank]
+    targets: frozenset[Rank] | None  # known ranks that pull; None: unknown pieces
+    force: Callable[[float, float], float]  # (p_flag, p_bomb) -> force
+    open_only: bool = False  # the target must not be walled in
+
+
+def _const(value: float) -> Callable[[float, float], float]:
+    return lambda _pf, _pb: value
+
+
+def _ranks(*ranks: Rank) -> frozenset[Rank]:
+    return frozenset(ranks)
+
+
+_ABOVE_MINER = _ranks(Rank.SERGEANT, Rank.LIEUTENANT, Rank.CAPTAIN, Rank.MAJOR, Rank.COLONEL,
+                      Rank.GENERAL, Rank.MARSHAL)
+
+RULES: tuple[Rule, ...] = (
+    Rule(1, "[S, f1, 40]", _ranks(Rank.SPY), _ranks(Rank.MARSHAL), _const(40.0)),
+    Rule(2, "[8, fB, 16]", _ranks(Rank.MINER), _ranks(Rank.BOMB), _const(16.0)),
+    Rule(3, "[8, fX, pB*16]", _ranks(Rank.MINER), None, lambda _pf, pb: 16.0 * pb),
+    Rule(4, "[8, fO, -2]", _ranks(Rank.MINER), None, _const(-2.0)),
+    Rule(5, "[8, fX, 80*pF]", _ranks(Rank.MINER), None, lambda pf, _pb: 80.0 * pf),
+    Rule(6, "[7, fO, 1]", _ranks(Rank.SERGEANT), None, _const(1.0)),
+    Rule(7, "[6, fO, 1]", _ranks(Rank.LIEUTENANT), None, _const(1.0)),
+    Rule(8, "[5, fO, 0.5]", _ranks(Rank.CAPTAIN), None, _const(0.5)),
+    Rule(9, "[5, f<5, -6]", _ranks(Rank.CAPTAIN),
+         _ranks(Rank.MAJOR, Rank.COLONEL, Rank.GENERAL, Rank.MARSHAL), _const(-6.0)),
+    Rule(10, "[4, f>4, 8]", _ranks(Rank.MAJOR), _LOWER, _const(8.0)),
+    Rule(11, "[4, f<4, -10]", _ranks(Rank.MAJOR), _ranks(Rank.COLONEL, Rank.GENERAL, Rank.MARSHAL),
+         _const(-10.0)),
+    Rule(12, "[3, f>4, 8]", _ranks(Rank.COLONEL), _LOWER, _const(8.0)),
+    Rule(13, "[3, f=4, 16]", _ranks(Rank.COLONEL), _ranks(Rank.MAJOR), _const(16.0)),
+    Rule(14, "[3, f<3, -16]", _ranks(Rank.COLONEL), _ranks(Rank.GENERAL, Rank.MARSHAL), _const(-16.0)),
+    Rule(15, "[2, f>4, 4]", _ranks(Rank.GENERAL), _LOWER, _const(4.0)),
+    Rule(16, "[2, f=4 | f=3, 16]", _ranks(Rank.GENERAL), _ranks(Rank.MAJOR, Rank.COLONEL), _const(16.0)),
+    Rule(17, "[2, f=1, -20]", _ranks(Rank.GENERAL), _ranks(Rank.MARSHAL), _const(-20.0)),
+    Rule(18, "[1, f>4, 4]", _ranks(Rank.MARSHAL), _LOWER, _const(4.0)),
+    Rule(19, "[1, f=4 | f=3, 16]", _ranks(Rank.MARSHAL), _ranks(Rank.MAJOR, Rank.COLONEL), _const(16.0)),
+    Rule(20, "[1, f=2, 32]", _ranks(Rank.MARSHAL), _ranks(Rank.GENERAL), _const(32.0)),
+    Rule(21, "[<8, fX(op), 80*pF]", _ABOVE_MINER, None, lambda pf, _pb: 80.0 * pf, open_only=True),
+)
+
+# Appendix 1, last paragraph: the factor on every force of an own piece that has moved.
+MOVED_FACTOR: dict[Rank, float] = {
+    Rank.SPY: 2.0, Rank.MINER: 2.0,
+    Rank.SERGEANT: 1.0, Rank.LIEUTENANT: 1.0, Rank.CAPTAIN: 1.0, Rank.MAJOR: 1.0,
+    Rank.COLONEL: 2.0, Rank.GENERAL: 2.0, Rank.MARSHAL: 2.0,
+}
+
+
+@dataclass
+class _Piece:
+    pid: int
+    col: int
+    row: int
+    owner: int
+    rank: Rank
+    moved: int
+
+
+@dataclass
+class _Board:
+    """A plain copy of the position: live pieces by id and by square."""
+
+    width: int
+    height: int
+    lakes: frozenset[tuple[int, int]]
+    range_attacks: bool
+    pieces: dict[int, _Piece]
+
+    @classmethod
+    def of(cls, pos: Position) -> _Board:
+        lakes = frozenset(
+            (c, r) for r in range(pos.height) for c in range(pos.width) if pos.piece_id(pos.square(c, r)) == -2
+        )
+        pieces = {}
+        for pid in range(pos.piece_count):
+            sq, owner, rank, moved = pos.piece(pid)
+            if sq >= 0:
+                col, row = pos.coords(sq)
+                pieces[pid] = _Piece(pid, col, row, owner, Rank(rank), moved)
+        return cls(pos.width, pos.height, lakes, pos.range_attacks, pieces)
+
+    def at(self, col: int, row: int) -> _Piece | None:
+        for piece in self.pieces.values():
+            if piece.col == col and piece.row == row:
+                return piece
+        return None
+
+    def passable(self, col: int, row: int) -> bool:
+        return 0 <= col < self.width and 0 <= row < self.height and (col, row) not in self.lakes
+
+    def played(self, frm: tuple[int, int], to: tuple[int, int]) -> _Board:
+        """A copy after the move, the mover winning any strike (Figure 9's ``make(win)``)."""
+        pieces = {pid: _Piece(**vars(p)) for pid, p in self.pieces.items()}
+        board = _Board(self.width, self.height, self.lakes, self.range_attacks, pieces)
+        mover = board.at(*frm)
+        target = board.at(*to)
+        assert mover is not None
+        if target is not None:
+            del board.pieces[target.pid]
+        mover.col, mover.row = to
+        mover.moved += 1
+        return board
+
+    def own_moves(self, side: int) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        """Every move of ``side`` (the rules written out again, not the core's generator)."""
+        moves = []
+        for piece in sorted(self.pieces.values(), key=lambda p: p.pid):
+            if piece.owner != side or not piece.rank.movable:
+                continue
+            reach = max(self.width, self.height) if piece.rank == Rank.SCOUT else 1
+            for dc, dr in ((0, 1), (0, -1), (-1, 0), (1, 0)):
+                for dist in range(1, reach + 1):
+                    col, row = piece.col + dc * dist, piece.row + dr * dist
+                    if not self.passable(col, row):
+                        break
+                    other = self.at(col, row)
+                    if other is None:
+                        moves.append(((piece.col, piece.row), (col, row)))
+                        continue
+                    if other.owner != side and (dist == 1 or self.range_attacks):
+                        moves.append(((piece.col, piece.row), (col, row)))
+                    break
+        return moves
+
+
+def flag_suspicions(pos: Position, side: int) -> list[float]:
+    """7.5: each unknown opponent piece that has not moved gets a suspicion on the opponent's back
+    row, and one for standing one step from a (known) bomb."""
+    board = _Board.of(pos)
+    opp = 1 - side
+    back = 0 if opp == 0 else board.height - 1
+    out = [0.0] * pos.piece_count
+    for piece in board.pieces.values():
+        if piece.owner != opp or piece.rank != Rank.UNKNOWN or piece.moved:
+            continue
+        count = 1.0 if piece.row == back else 0.0
+        neighbours = [board.at(piece.col + dc, piece.row + dr) for dc, dr in ((0, 1), (0, -1), (-1, 0), (1, 0))]
+        if any(n is not None and n.owner == opp and n.rank == Rank.BOMB for n in neighbours):
+            count += 1.0
+        out[piece.pid] = count
+    return out
+
+
+def _is_open(board: _Board, target: _Piece) -> bool:
+    """Appendix 1, rule 21: not walled in by opponent pieces that have never moved (unknown, or
+    known bombs and flag); off-board squares and lakes are walls too."""
+    for dc, dr in ((0, 1), (0, -1), (-1, 0), (1, 0)):
+        col, row = target.col + dc, target.row + dr
+        if not board.passable(col, row):
+            continue
+        other = board.at(col, row)
+        if (other is None or other.owner != target.owner or other.moved
+                or other.rank not in (Rank.UNKNOWN, Rank.BOMB, Rank.FLAG)):
+            return True
+    return False
+
+
+def target_force(own: Rank, target: Rank, p_flag: float, p_bomb: float, is_open: bool) -> float:
+    """The summed force of every rule pulling a piece of rank ``own`` towards one opponent piece of
+    known rank ``target`` (``Rank.UNKNOWN`` when the viewer has not seen it)."""
+    force = 0.0
+    for rule in RULES:
+        if own not in rule.own:
+            continue
+        if rule.targets is None:
+            hit = target == Rank.UNKNOWN and (is_open or not rule.open_only)
+        else:
+            hit = target in rule.targets
+        if hit:
+            force += rule.force(p_flag, p_bomb)
+    return force
+
+
+def _pull(board: _Board, piece: _Piece, p_flag: Sequence[float], p_bomb: Sequence[float]) -> tuple[float, float]:
+    """The summed (x, y) pull on one own piece, before the moved-piece factor."""
+    opp = 1 - piece.owner
+    targets = sorted((p for p in board.pieces.values() if p.owner == opp), key=lambda p: p.pid)
+    t = max(1.0, len(targets) / 10.0)
+    fx = fy = 0.0
+    for target in targets:
+        force = target_force(piece.rank, target.rank, p_flag[target.pid], p_bomb[target.pid],
+                             target.rank == Rank.UNKNOWN and _is_open(board, target))
+        if force == 0.0:
+            continue
+        dx, dy = target.col - piece.col, target.row - piece.row
+        steps = max(MIN_STEPS, abs(dx) + abs(dy))
+        dist = math.sqrt(dx * dx + dy * dy)
+        c = force / (steps * t)
+        fx += c * dx / dist
+        fy += c * dy / dist
+    return fx, fy
+
+
+def _sign(x: int) -> int:
+    return (x > 0) - (x < 0)
+
+
+def _score(board: _Board, frm: tuple[int, int], to: tuple[int, int], p_flag: Sequence[float],
+           p_bomb: Sequence[float], susp: Sequence[float]) -> float | None:
+    """One move's own score; None for a strike the strategic search leaves out."""
+    mover = board.at(*frm)
+    assert mover is not None
+    target = board.at(*to)
+    travelled = abs(to[0] - frm[0]) + abs(to[1] - frm[1])
+    if target is not None:
+        if mover.rank != Rank.SCOUT or travelled < 2:
+            return None
+        # A scout's long strike: suspicions of the piece struck, else 0.1 per step it took.
+        points = susp[target.pid] if susp[target.pid] > 0 else 0.1 * target.moved
+        return points + 0.1 * travelled
+    fx, fy = _pull(board, mover, p_flag, p_bomb)
+    factor = MOVED_FACTOR.get(mover.rank, 1.0) if mover.moved else 1.0
+    return (fx * _sign(to[0] - frm[0]) + fy * _sign(to[1] - frm[1])) * factor
+
+
+def strategic_scores(
+    pos: Position,
+    side: int,
+    p_flag: Sequence[float],
+    p_bomb: Sequence[float],
+    moves: Sequence[int],
+    flag_suspicion: Sequence[float] | None = None,
+    lookahead: bool = True,
+) -> list[float]:
+    """Figure 9: each move's score plus the best score of a next own move (its own score when no
+    next move beats it); strikes other than scouts' long ones score 0. Without ``lookahead``, each
+    move's own score."""
+    susp = list(flag_suspicion) if flag_suspicion is not None else flag_suspicions(pos, side)
+    board = _Board.of(pos)
+    out = []
+    for move in moves:
+        frm, to = pos.coords(move & 0xFF), pos.coords(move >> 8)
+        score = _score(board, frm, to, p_flag, p_bomb, susp)
+        if score is None:
+            out.append(0.0)
+            continue
+        if not lookahead:
+            out.append(score)
+            continue
+        after = board.played(frm, to)
+        best = score
+        for nfrm, nto in after.own_moves(side):
+            next_score = _score(after, nfrm, nto, p_flag, p_bomb, susp)
+            if next_score is not None and next_score > best:
+                best = next_score
+        out.append(score + best)
+    return out
+
+
+__all__ = ["MOVED_FACTOR", "RULES", "Rule", "flag_suspicions", "strategic_scores", "target_force"]

@@ -1,0 +1,19 @@
+"""Type stub of the compiled strategic search (engine_ext/strategic.pyx)."""
+
+from collections.abc import Sequence
+
+from engine_ext.core import Position
+
+def strategic_scores_py(
+    pos: Position,
+    side: int,
+    p_flag: Sequence[float],
+    p_bomb: Sequence[float],
+    moves: Sequence[int],
+    flag_suspicion: Sequence[float] | None = None,
+    lookahead: bool = True,
+) -> list[float]: ...
+def flag_suspicions_py(pos: Position, side: int) -> list[float]: ...
+def strategic_bench(
+    pos: Position, side: int, p_flag: Sequence[float], p_bomb: Sequence[float], moves: Sequence[int], repeats: int
+) -> list[float]: ...

@@ -1,0 +1,436 @@
+"""The strategic search (thesis 9.2, Appendix 1): each rule on a small board, the force formula,
+the moved-piece factors, scouts' long strikes, the two-move lookahead, and the compiled version
+against the plain reference on random positions."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine_ext import reference_strategic as ref
+from engine_ext.core import Position
+from engine_ext.pieces import Rank
+from engine_ext.rulesets import CLASSIC, MINI
+from engine_ext.strategic import flag_suspicions_py, strategic_scores_py
+from tests.helpers import play_random, random_game
+
+RED, BLUE = 0, 1
+UP, DOWN, LEFT, RIGHT = (0, 1), (0, -1), (-1, 0), (1, 0)
+Piece = tuple[int, int, int, int]  # col, row, owner, rank
+
+
+def board(pieces: list[Piece], *, width: int = 10, height: int = 10, side: int = RED,
+          lakes: tuple[tuple[int, int], ...] = ()) -> Position:
+    """A position on an open board; red's pieces are put first as the core wants."""
+    ordered = [p for p in pieces if p[2] == RED] + [p for p in pieces if p[2] == BLUE]
+    return Position(width, height, list(lakes), ordered, side=side)
+
+
+def move(pos: Position, frm: tuple[int, int], step: tuple[int, int], dist: int = 1) -> int:
+    to = (frm[0] + step[0] * dist, frm[1] + step[1] * dist)
+    return pos.square(*frm) | (pos.square(*to) << 8)
+
+
+def probs(pos: Position, **by_square: tuple[float, float]) -> tuple[list[float], list[float]]:
+    """p_flag and p_bomb by piece id, all 0 except for the squares named like ``c4_7=(pf, pb)``."""
+    pf = [0.0] * pos.piece_count
+    pb = [0.0] * pos.piece_count
+    for key, (f, b) in by_square.items():
+        col, row = (int(x) for x in key[1:].split("_"))
+        pid = pos.piece_id(pos.square(col, row))
+        pf[pid], pb[pid] = f, b
+    return pf, pb
+
+
+def own_score(pos: Position, frm: tuple[int, int], step: tuple[int, int],
+              pf: list[float] | None = None, pb: list[float] | None = None, dist: int = 1) -> float:
+    """One move's own score (no lookahead), checked against the reference on the way."""
+    if pf is None or pb is None:
+        pf, pb = probs(pos)
+    m = [move(pos, frm, step, dist)]
+    got = strategic_scores_py(pos, pos.side, pf, pb, m, lookahead=False)[0]
+    assert got == pytest.approx(ref.strategic_scores(pos, pos.side, pf, pb, m, lookahead=False)[0], abs=1e-9)
+    return got
+
+
+# --- the 21 rules, one at a time -------------------------------------------------------------------
+# Own piece at (4, 1), one opponent piece at (4, 7): L = 6 and, with one opponent piece, t = 1, so
+# a step up scores force / 6, a step down -force / 6, and a step sideways nothing.
+
+UNKNOWN = Rank.UNKNOWN
+RULE_CASES = [
+    # (rule, own rank, target rank, p_flag, p_bomb, force)
+    (1, Rank.SPY, Rank.MARSHAL, 0.0, 0.0, 40.0),
+    (2, Rank.MINER, Rank.BOMB, 0.0, 1.0, 16.0),
+    (3, Rank.MINER, UNKNOWN, 0.0, 0.5, 16.0 * 0.5 - 2.0),  # rule 4 always pulls along
+    (4, Rank.MINER, UNKNOWN, 0.0, 0.0, -2.0),
+    (5, Rank.MINER, UNKNOWN, 0.25, 0.0, 80.0 * 0.25 - 2.0),
+    (6, Rank.SERGEANT, UNKNOWN, 0.0, 0.0, 1.0),
+    (7, Rank.LIEUTENANT, UNKNOWN, 0.0, 0.0, 1.0),
+    (8, Rank.CAPTAIN, UNKNOWN, 0.0, 0.0, 0.5),
+    (9, Rank.CAPTAIN, Rank.MAJOR, 0.0, 0.0, -6.0),
+    (9, Rank.CAPTAIN, Rank.MARSHAL, 0.0, 0.0, -6.0),
+    (10, Rank.MAJOR, Rank.CAPTAIN, 0.0, 0.0, 8.0),
+    (10, Rank.MAJOR, Rank.SPY, 0.0, 0.0, 8.0),
+    (11, Rank.MAJOR, Rank.COLONEL, 0.0, 0.0, -10.0),
+    (11, Rank.MAJOR, Rank.MARSHAL, 0.0, 0.0, -10.0),
+    (12, Rank.COLONEL, Rank.SCOUT, 0.0, 0.0, 8.0),
+    (13, Rank.COLONEL, Rank.MAJOR, 0.0, 0.0, 16.0),
+    (14, Rank.COLONEL, Rank.GENERAL, 0.0, 0.0, -16.0),
+    (14, Rank.COLONEL, Rank.MARSHAL, 0.0, 0.0, -16.0),
+    (15, Rank.GENERAL, Rank.MINER, 0.0, 0.0, 4.0),
+    (16, Rank.GENERAL, Rank.MAJOR, 0.0, 0.0, 16.0),
+    (16, Rank.GENERAL, Rank.COLONEL, 0.0, 0.0, 16.0),
+    (17, Rank.GENERAL, Rank.MARSHAL, 0.0, 0.0, -20.0),
+    (18, Rank.MARSHAL, Rank.SERGEANT, 0.0, 0.0, 4.0),
+    (19, Rank.MARSHAL, Rank.MAJOR, 0.0, 0.0, 16.0),
+    (19, Rank.MARSHAL, Rank.COLONEL, 0.0, 0.0, 16.0),
+    (20, Rank.MARSHAL, Rank.GENERAL, 0.0, 0.0, 32.0),
+    # 21 on an open unknown (nothing walls it in here); the ranks' own unknown rules add to it.
+    (21, Rank.SERGEANT, UNKNOWN, 0.5, 0.0, 1.0 + 40.0),
+    (21, Rank.LIEUTENANT, UNKNOWN, 0.5, 0.0, 1.0 + 40.0),
+    (21, Rank.CAPTAIN, UNKNOWN, 0.5, 0.0, 0.5 + 40.0),
+    (21, Rank.MAJOR, UNKNOWN, 0.5, 0.0, 40.0),
+    (21, Rank.COLONEL, UNKNOWN, 0.5, 0.0, 40.0),
+    (21, Rank.GENERAL, UNKNOWN, 0.5, 0.0, 40.0),
+    (21, Rank.MARSHAL, UNKNOWN, 0.5, 0.0, 40.0),
+]
+
+
+@pytest.mark.parametrize(("rule", "own", "target", "pf", "pb", "force"), RULE_CASES)
+def test_each_rule_pulls_with_its_force(rule: int, own: Rank, target: Rank, pf: float, pb: float,
+                                        force: float) -> None:
+    pos = board([(4, 1, RED, own), (4, 7, BLUE, target)])
+    f, b = probs(pos, c4_7=(pf, pb))
+    assert own_score(pos, (4, 1), UP, f, b) == pytest.approx(force / 6)
+    assert own_score(pos, (4, 1), DOWN, f, b) == pytest.approx(-force / 6)
+    assert own_score(pos, (4, 1), LEFT, f, b) == pytest.approx(0.0)
+    assert own_score(pos, (4, 1), RIGHT, f, b) == pytest.approx(0.0)
+
+
+def test_the_rule_table_has_the_21_rules_of_appendix_1() -> None:
+    assert [r.number for r in ref.RULES] == list(range(1, 22))
+    assert {r.number for r in ref.RULES} == {case[0] for case in RULE_CASES}
+
+
+# Which (own, target) pairs any rule links when P(flag) is 0 (the flag rules 5 and 21 then add
+# nothing): "lower" is the European f>4, captain down to spy.
+LOWER = {Rank.CAPTAIN, Rank.LIEUTENANT, Rank.SERGEANT, Rank.MINER, Rank.SCOUT, Rank.SPY}
+PULLED_BY: dict[Rank, set[Rank]] = {
+    Rank.SPY: {Rank.MARSHAL},
+    Rank.SCOUT: set(),
+    Rank.MINER: {Rank.BOMB, UNKNOWN},
+    Rank.SERGEANT: {UNKNOWN},
+    Rank.LIEUTENANT: {UNKNOWN},
+    Rank.CAPTAIN: {UNKNOWN, Rank.MAJOR, Rank.COLONEL, Rank.GENERAL, Rank.MARSHAL},
+    Rank.MAJOR: LOWER | {Rank.COLONEL, Rank.GENERAL, Rank.MARSHAL},
+    Rank.COLONEL: LOWER | {Rank.MAJOR, Rank.GENERAL, Rank.MARSHAL},
+    Rank.GENERAL: LOWER | {Rank.MAJOR, Rank.COLONEL, Rank.MARSHAL},
+    Rank.MARSHAL: LOWER | {Rank.MAJOR, Rank.COLONEL, Rank.GENERAL},
+}
+
+
+@pytest.mark.parametrize("own", list(PULLED_BY))
+@pytest.mark.parametrize("target", list(Rank))
+def test_no_pull_without_a_rule(own: Rank, target: Rank) -> None:
+    """Pairs outside the table feel nothing (equal ranks, the flag, every pull on scouts...)."""
+    pos = board([(4, 1, RED, own), (4, 7, BLUE, target)])
+    score = own_score(pos, (4, 1), UP)
+    assert (score != 0.0) == (target in PULLED_BY[own])
+
+
+# --- rule 21: open and walled-in unknowns ---------------------------------------------------------
+
+def _walled(neighbours: dict[tuple[int, int], Rank], own: Rank = Rank.MARSHAL) -> Position:
+    """A red piece at (4, 1); the suspected flag at (4, 9) on blue's back row with the given
+    neighbours (the board edge closes its top)."""
+    pieces: list[Piece] = [(4, 1, RED, own), (4, 9, BLUE, UNKNOWN)]
+    pieces += [(c, r, BLUE, rank) for (c, r), rank in neighbours.items()]
+    return board(pieces)
+
+
+WALL = {(3, 9): UNKNOWN, (5, 9): UNKNOWN, (4, 8): UNKNOWN}
+
+
+def _flag_pull(pos: Position) -> float:
+    """How much P(flag) = 0.5 on (4, 9) adds to the step up from (4, 1)."""
+    with_flag = own_score(pos, (4, 1), UP, *probs(pos, c4_9=(0.5, 0.0)))
+    return with_flag - own_score(pos, (4, 1), UP)
+
+
+@pytest.mark.parametrize("wall", [WALL, {(3, 9): Rank.BOMB, (5, 9): Rank.BOMB, (4, 8): UNKNOWN}])
+def test_rule_21_skips_a_target_walled_in_by_unmoved_pieces(wall: dict[tuple[int, int], Rank]) -> None:
+    assert _flag_pull(_walled(wall)) == 0.0
+
+
+@pytest.mark.parametrize("opening", [
+    {(3, 9): UNKNOWN, (5, 9): UNKNOWN},  # an empty square below
+    {**WALL, (4, 8): Rank.MARSHAL},  # a known piece that can move is no wall (and pulls no marshal)
+])
+def test_rule_21_pulls_once_one_side_is_open(opening: dict[tuple[int, int], Rank]) -> None:
+    assert _flag_pull(_walled(opening)) == pytest.approx(40.0 / 8)
+
+
+def test_rule_21_a_moved_neighbour_is_no_wall() -> None:
+    # Blue's unknown steps from (4, 7) to (4, 8): it has moved, so it walls nothing in.
+    pos = board([(4, 1, RED, Rank.MARSHAL), (4, 9, BLUE, UNKNOWN), (3, 9, BLUE, UNKNOWN),
+                 (5, 9, BLUE, UNKNOWN), (4, 7, BLUE, UNKNOWN)], side=BLUE)
+    pos.make(move(pos, (4, 7), UP))
+    assert _flag_pull(pos) == pytest.approx(40.0 / 8)
+
+
+def test_rule_21_lakes_and_edges_close_sides() -> None:
+    # In the corner with a lake below: no open side although no piece stands next to it.
+    pos = board([(4, 1, RED, Rank.MARSHAL), (0, 9, BLUE, UNKNOWN), (1, 9, BLUE, UNKNOWN)], lakes=((0, 8),))
+    f, b = probs(pos, c0_9=(0.5, 0.0))
+    assert own_score(pos, (4, 1), UP, f, b) == 0.0
+
+
+def test_the_miner_flag_rule_ignores_walls() -> None:
+    walled = _walled({(c, r): Rank.BOMB for c, r in WALL}, own=Rank.MINER)
+    assert _flag_pull(walled) == pytest.approx(40.0 / 8)
+
+
+# --- the force formula: 1 / L with L at least 4, 1 / t, x and y parts -------------------------------
+
+@pytest.mark.parametrize(("marshal", "expected"), [
+    ((0, 2), 40.0 / 4), ((0, 3), 40.0 / 4), ((0, 4), 40.0 / 4), ((0, 5), 40.0 / 5), ((0, 8), 40.0 / 8),
+    ((1, 1), 40.0 / 4 / math.sqrt(2)),  # two steps away, diagonally: L is raised to 4
+])
+def test_force_falls_as_one_over_steps_at_least_four(marshal: tuple[int, int], expected: float) -> None:
+    pos = board([(0, 0, RED, Rank.SPY), (*marshal, BLUE, Rank.MARSHAL)])
+    assert own_score(pos, (0, 0), UP) == pytest.approx(expected)
+
+
+def test_steps_ignore_lakes() -> None:
+    """L counts steps on the grid as the crow flies; a lake in between changes nothing."""
+    open_board = board([(0, 0, RED, Rank.SPY), (0, 6, BLUE, Rank.MARSHAL)])
+    lake = board([(0, 0, RED, Rank.SPY), (0, 6, BLUE, Rank.MARSHAL)], lakes=((0, 3), (1, 3)))
+    assert own_score(lake, (0, 0), UP) == own_score(open_board, (0, 0), UP) == pytest.approx(40.0 / 6)
+
+
+@pytest.mark.parametrize(("left", "t"), [(5, 1.0), (10, 1.0), (15, 1.5), (30, 3.0), (40, 4.0)])
+def test_force_falls_with_the_opponent_pieces_left(left: int, t: float) -> None:
+    # The marshal plus bombs on blue's back rows: bombs pull no spy, but they count.
+    filler = [(c, r, BLUE, Rank.BOMB) for r in (9, 8, 7, 6) for c in range(10)][: left - 1]
+    pos = board([(0, 0, RED, Rank.SPY), (9, 0, BLUE, Rank.MARSHAL), *filler])
+    assert own_score(pos, (0, 0), RIGHT) == pytest.approx(40.0 / (9 * t))
+
+
+def test_force_splits_into_x_and_y_along_the_line() -> None:
+    pos = board([(2, 1, RED, Rank.SPY), (5, 5, BLUE, Rank.MARSHAL)])  # dx 3, dy 4: L 7, distance 5
+    assert own_score(pos, (2, 1), UP) == pytest.approx(40.0 / 7 * 4 / 5)
+    assert own_score(pos, (2, 1), RIGHT) == pytest.approx(40.0 / 7 * 3 / 5)
+    assert own_score(pos, (2, 1), LEFT) == pytest.approx(-40.0 / 7 * 3 / 5)
+
+
+def test_forces_from_several_targets_add_up() -> None:
+    pos = board([(4, 0, RED, Rank.SERGEANT), (0, 4, BLUE, UNKNOWN), (8, 4, BLUE, UNKNOWN)])
+    assert own_score(pos, (4, 0), UP) == pytest.approx(2 * (1.0 / 8) * 4 / math.hypot(4, 4))
+    assert own_score(pos, (4, 0), LEFT) == pytest.approx(0.0)
+
+
+def test_a_sergeant_advancing_at_the_start_scores_about_one() -> None:
+    """9.2: "värderas en framryckning med sergeant i början av spelet till ca 1"."""
+    pos = random_game(CLASSIC, 7).position.copy()
+    for pid in range(pos.piece_count):
+        sq, owner, _rank, _moved = pos.piece(pid)
+        if owner == BLUE:
+            pos.set_rank(pid, UNKNOWN)
+        elif sq == pos.square(4, 3):
+            pos.set_rank(pid, Rank.SERGEANT)
+    assert 0.8 < own_score(pos, (4, 3), UP) < 1.5
+
+
+# --- moved pieces -----------------------------------------------------------------------------------
+
+FACTOR_CASES = [
+    (Rank.SPY, Rank.MARSHAL, 2.0), (Rank.MINER, Rank.BOMB, 2.0), (Rank.SERGEANT, UNKNOWN, 1.0),
+    (Rank.LIEUTENANT, UNKNOWN, 1.0), (Rank.CAPTAIN, UNKNOWN, 1.0), (Rank.MAJOR, Rank.CAPTAIN, 1.0),
+    (Rank.COLONEL, Rank.CAPTAIN, 2.0), (Rank.GENERAL, Rank.CAPTAIN, 2.0), (Rank.MARSHAL, Rank.CAPTAIN, 2.0),
+]
+
+
+@pytest.mark.parametrize(("own", "target", "factor"), FACTOR_CASES)
+def test_moved_pieces_get_their_factor(own: Rank, target: Rank, factor: float) -> None:
+    # Red's piece steps (4, 0) -> (4, 1), blue's scout (9, 9) -> (8, 9); compare with the same
+    # squares set up unmoved.
+    moved = board([(4, 0, RED, own), (4, 7, BLUE, target), (9, 9, BLUE, Rank.SCOUT)])
+    moved.make(move(moved, (4, 0), UP))
+    moved.make(move(moved, (9, 9), LEFT))
+    unmoved = board([(4, 1, RED, own), (4, 7, BLUE, target), (8, 9, BLUE, Rank.SCOUT)])
+    base = own_score(unmoved, (4, 1), UP)
+    assert base != 0.0
+    assert own_score(moved, (4, 1), UP) == pytest.approx(factor * base)
+
+
+# --- scouts' long strikes -----------------------------------------------------------------------------
+
+def test_long_strike_scores_flag_suspicions_and_distance() -> None:
+    pos = board([(0, 2, RED, Rank.SCOUT), (0, 9, BLUE, UNKNOWN), (5, 5, BLUE, UNKNOWN)])
+    assert flag_suspicions_py(pos, RED) == [0.0, 1.0, 0.0]  # back row and never moved
+    assert own_score(pos, (0, 2), UP, dist=7) == pytest.approx(1.0 + 0.7)
+    # next to a known bomb: a second suspicion
+    pos = board([(0, 2, RED, Rank.SCOUT), (0, 9, BLUE, UNKNOWN), (1, 9, BLUE, Rank.BOMB)])
+    assert flag_suspicions_py(pos, RED) == [0.0, 2.0, 0.0]
+    assert own_score(pos, (0, 2), UP, dist=7) == pytest.approx(2.0 + 0.7)
+
+
+def test_long_strike_on_a_piece_that_has_moved_scores_its_steps() -> None:
+    pos = board([(0, 0, RED, Rank.SCOUT), (9, 0, RED, Rank.SERGEANT), (0, 8, BLUE, UNKNOWN)], side=BLUE)
+    # Blue's unknown walks down four times while red's sergeant shuffles.
+    for blue_from, red_from, red_step in (((0, 8), (9, 0), UP), ((0, 7), (9, 1), DOWN),
+                                          ((0, 6), (9, 0), UP)):
+        pos.make(move(pos, blue_from, DOWN))
+        pos.make(move(pos, red_from, red_step))
+    pos.make(move(pos, (0, 5), DOWN))
+    assert pos.side == RED and pos.piece(2)[3] == 4
+    assert flag_suspicions_py(pos, RED)[2] == 0.0
+    assert own_score(pos, (0, 0), UP, dist=4) == pytest.approx(0.1 * 4 + 0.1 * 4)
+
+
+def test_given_flag_suspicions_are_used() -> None:
+    pos = board([(0, 2, RED, Rank.SCOUT), (0, 9, BLUE, UNKNOWN)])
+    pf, pb = probs(pos)
+    m = [move(pos, (0, 2), UP, 7)]
+    got = strategic_scores_py(pos, RED, pf, pb, m, flag_suspicion=[0.0, 3.0], lookahead=False)
+    assert got == [pytest.approx(3.0 + 0.7)]
+
+
+def test_scouts_plain_moves_and_short_strikes_score_nothing() -> None:
+    pos = board([(0, 2, RED, Rank.SCOUT), (0, 3, BLUE, UNKNOWN), (5, 2, BLUE, UNKNOWN)])
+    assert own_score(pos, (0, 2), UP) == 0.0  # a strike next door is a capture: left out
+    assert own_score(pos, (0, 2), RIGHT, dist=3) == 0.0  # a plain range move
+    assert own_score(pos, (0, 2), RIGHT, dist=5) == pytest.approx(0.0 + 0.5)  # a long strike
+
+
+def test_long_strike_lookahead_plays_it_as_a_win() -> None:
+    # After the strike the scout stands on (0, 9); the spy's step to the marshal is the best next.
+    pos = board([(0, 2, RED, Rank.SCOUT), (5, 0, RED, Rank.SPY), (0, 9, BLUE, UNKNOWN),
+                 (5, 8, BLUE, Rank.MARSHAL)])
+    pf, pb = probs(pos)
+    strike = move(pos, (0, 2), UP, 7)
+    assert strategic_scores_py(pos, RED, pf, pb, [strike]) == [pytest.approx(1.7 + 40.0 / 8)]
+
+
+# --- captures and the lookahead ---------------------------------------------------------------------
+
+def test_captures_score_nothing() -> None:
+    pos = board([(4, 6, RED, Rank.SPY), (4, 7, BLUE, Rank.MARSHAL), (0, 0, RED, Rank.SERGEANT),
+                 (9, 9, BLUE, UNKNOWN)])
+    pf, pb = probs(pos)
+    m = [move(pos, (4, 6), UP)]
+    assert strategic_scores_py(pos, RED, pf, pb, m) == [0.0]
+    assert ref.strategic_scores(pos, RED, pf, pb, m) == [0.0]
+
+
+def test_lookahead_adds_the_best_next_own_move() -> None:
+    pos = board([(0, 0, RED, Rank.SPY), (0, 8, BLUE, Rank.MARSHAL), (9, 0, RED, Rank.FLAG)])
+    pf, pb = probs(pos)
+    first = 40.0 / 8
+    second = 2 * 40.0 / 7  # the spy again, a step closer and moved now (x2)
+    assert strategic_scores_py(pos, RED, pf, pb, [move(pos, (0, 0), UP)]) == [pytest.approx(first + second)]
+
+
+def test_lookahead_adds_the_own_score_again_when_nothing_is_better() -> None:
+    # The spy's only way on is back; every other red piece is a bomb or the flag.
+    pos = board([(0, 0, RED, Rank.SPY), (0, 2, RED, Rank.BOMB), (1, 1, RED, Rank.BOMB),
+                 (1, 0, RED, Rank.FLAG), (0, 8, BLUE, Rank.MARSHAL)])
+    pf, pb = probs(pos)
+    assert strategic_scores_py(pos, RED, pf, pb, [move(pos, (0, 0), UP)]) == [pytest.approx(2 * 40.0 / 8)]
+
+
+def test_lookahead_counts_another_piece_s_next_move() -> None:
+    # A scout's plain move scores 0; the best next move is the spy's step towards the marshal.
+    pos = board([(9, 0, RED, Rank.SCOUT), (0, 0, RED, Rank.SPY), (0, 8, BLUE, Rank.MARSHAL)])
+    pf, pb = probs(pos)
+    assert strategic_scores_py(pos, RED, pf, pb, [move(pos, (9, 0), UP)]) == [pytest.approx(40.0 / 8)]
+
+
+def test_lookahead_leaves_out_next_captures() -> None:
+    """A sergeant between two unknowns steps up against the pull (-0.05); its only next move is
+    back (-0.05 again); the boxed miner's only move is a capture, which does not count as 0."""
+    pos = board([
+        (0, 4, RED, Rank.SERGEANT), (1, 5, RED, Rank.BOMB), (0, 6, RED, Rank.BOMB),
+        (5, 0, RED, Rank.MINER), (4, 0, RED, Rank.BOMB), (6, 0, RED, Rank.BOMB), (9, 0, RED, Rank.FLAG),
+        (0, 0, BLUE, UNKNOWN), (0, 9, BLUE, UNKNOWN), (5, 1, BLUE, Rank.BOMB),
+    ])
+    pf, pb = probs(pos)
+    up = move(pos, (0, 4), UP)
+    assert own_score(pos, (0, 4), UP) == pytest.approx(1 / 5 - 1 / 4)
+    assert strategic_scores_py(pos, RED, pf, pb, [up]) == [pytest.approx(2 * (1 / 5 - 1 / 4))]
+    assert ref.strategic_scores(pos, RED, pf, pb, [up]) == [pytest.approx(2 * (1 / 5 - 1 / 4))]
+
+
+def test_the_position_comes_back_unchanged() -> None:
+    pos = play_random(random_game(CLASSIC, 3), 40, 3).position.copy()
+    before = pos.snapshot()
+    pf = [0.1] * pos.piece_count
+    strategic_scores_py(pos, pos.side, pf, pf, pos.moves())
+    assert pos.snapshot() == before
+
+
+def test_side_need_not_be_the_side_to_move() -> None:
+    pieces: list[Piece] = [(0, 0, RED, Rank.SPY), (5, 0, RED, Rank.MINER), (0, 8, BLUE, Rank.MARSHAL),
+                           (5, 8, BLUE, UNKNOWN)]
+    red_to_move, blue_to_move = board(pieces), board(pieces, side=BLUE)
+    pf, pb = probs(red_to_move, c5_8=(0.3, 0.3))
+    moves = red_to_move.moves()
+    before = blue_to_move.snapshot()
+    got = strategic_scores_py(blue_to_move, RED, pf, pb, moves)
+    assert got == strategic_scores_py(red_to_move, RED, pf, pb, moves)
+    assert blue_to_move.snapshot() == before
+
+
+def test_bad_input_is_refused() -> None:
+    pos = board([(0, 0, RED, Rank.SPY), (0, 8, BLUE, Rank.MARSHAL)])
+    pf, pb = probs(pos)
+    with pytest.raises(ValueError):
+        strategic_scores_py(pos, RED, pf[:1], pb, [])
+    with pytest.raises(ValueError):
+        strategic_scores_py(pos, RED, pf, pb, [move(pos, (0, 8), DOWN)])  # not red's piece
+    with pytest.raises(ValueError):
+        strategic_scores_py(pos, 2, pf, pb, [])
+
+
+# --- compiled against the reference -----------------------------------------------------------------
+
+def _view(seed: int, plies: int, hide: float, classic: bool, range_attacks: bool) -> Position:
+    ruleset = CLASSIC if classic else MINI
+    game = play_random(random_game(ruleset, seed, range_attacks=range_attacks), plies, seed)
+    pos = game.position.copy()
+    rng = random.Random(seed)
+    for pid in range(pos.piece_count):
+        sq, owner, _rank, _moved = pos.piece(pid)
+        if owner != pos.side and sq >= 0 and rng.random() < hide:
+            pos.set_rank(pid, UNKNOWN)
+    return pos
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    plies=st.integers(0, 120),
+    hide=st.floats(0.0, 1.0),
+    classic=st.booleans(),
+    range_attacks=st.booleans(),
+    given_suspicion=st.booleans(),
+    prob_seed=st.integers(0, 10_000),
+)
+def test_compiled_equals_reference(seed: int, plies: int, hide: float, classic: bool, range_attacks: bool,
+                                   given_suspicion: bool, prob_seed: int) -> None:
+    pos = _view(seed, plies, hide, classic, range_attacks)
+    rng = random.Random(prob_seed)
+    n = pos.piece_count
+    pf = [rng.choice([0.0, rng.random() * 0.5]) for _ in range(n)]
+    pb = [rng.random() for _ in range(n)]
+    susp = [float(rng.randint(0, 2)) for _ in range(n)] if given_suspicion else None
+    moves = pos.moves()
+    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp)
+    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp)
+    assert fast == pytest.approx(slow, abs=1e-9)
+    assert flag_suspicions_py(pos, pos.side) == ref.flag_suspicions(pos, pos.side)
