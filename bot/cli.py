@@ -17,6 +17,12 @@ COMMAND_MODULES = [
     "bot.commands.setups",
     "bot.commands.perft",
     "bot.commands.rank_values",
+    "bot.commands.play",
+    "bot.commands.match",
+    "bot.commands.host",
+    "bot.commands.bot",
+    "bot.commands.replay",
+    "bot.commands.ucc",
 ]
 
 

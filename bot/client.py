@@ -1,0 +1,533 @@
+"""The bot's end of the Stratego AI API: it follows a game from the host's calls alone and answers them.
+
+``BotClient`` is the request handler of one connection. It keeps the game as the bot sees it: a ``Game``
+with its own pieces known and the opponent's as unknown markers that attacks and long moves reveal
+(``Game.play_observed``), so the two-squares and more-squares histories, whose turn it is and the ply all
+come from the same rules engine the host uses. Every call is checked against the state first; a call out
+of order or a report the view cannot accept is answered with an error and changes nothing.
+
+getAIMove runs the engine in a worker thread under a ``SearchBudget``; if the engine is late, fails or
+returns an illegal move, a random legal move is sent before the hard deadline instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import structlog
+from pydantic import BaseModel
+
+from bot import __version__
+from bot.config import BotProfile
+from bot.engine_interface import MoveEngine, SearchBudget
+from bot.fallback_setup import fallback_setup
+from engine_ext.game import Game, IllegalMove, Move, RulesOptions
+from engine_ext.pieces import Rank, Side
+from engine_ext.rulesets import SetupError, Square, get_ruleset
+from protocol import errors
+from protocol.codec import bot_codec
+from protocol.endpoint import Channel, Endpoint
+from protocol.messages import (
+    PROTOCOL_VERSION,
+    Ack,
+    ColourOption,
+    GameIdOption,
+    GameOverParams,
+    GetAIMoveParams,
+    GetAISetupPieceParams,
+    GetAISetupPieceResult,
+    GoodbyeParams,
+    HelloParams,
+    HelloResult,
+    IllegalSetupParams,
+    MoreSquaresOption,
+    MoveLimitOption,
+    MoveModel,
+    MoveReport,
+    MoveTimeAverageOption,
+    MoveTimeMaxOption,
+    OpponentOption,
+    RangeAttacksOption,
+    RulesetOption,
+    SetGameOptionParams,
+    SetOpponentSetupPieceParams,
+    TwoSquaresOption,
+)
+from protocol.tcp import backoff_delays, connect_with_backoff
+
+log = structlog.get_logger()
+
+T = TypeVar("T")
+
+
+class Phase(enum.Enum):
+    IDLE = "idle"  # between games
+    CONFIGURING = "configuring"  # options arriving; no setup yet (or the last one was rejected)
+    SETUP = "setup"  # our setup exists; the host reads it and marks the opponent's squares
+    PLAYING = "playing"
+
+
+@dataclass
+class GameOptions:
+    """What setGameOption has said so far; unset options keep the tournament's values."""
+
+    game_id: str | None = None
+    colour: Side | None = None
+    opponent: str | None = None
+    ruleset: str = "classic"
+    range_attacks: bool = True
+    two_squares: int | None = 5
+    more_squares: bool = True
+    move_limit: int = 2000
+    move_time_max: float = 15.0
+    move_time_average: float = 5.0
+
+    def rules(self) -> RulesOptions:
+        return RulesOptions(
+            ruleset=get_ruleset(self.ruleset),
+            range_attacks=self.range_attacks,
+            two_squares=self.two_squares,
+            more_squares=self.more_squares,
+            move_limit=self.move_limit,
+        )
+
+
+# setGameOption's option models and the GameOptions field each one sets.
+_OPTION_FIELDS: dict[type[BaseModel], str] = {
+    GameIdOption: "game_id",
+    ColourOption: "colour",
+    OpponentOption: "opponent",
+    RulesetOption: "ruleset",
+    RangeAttacksOption: "range_attacks",
+    TwoSquaresOption: "two_squares",
+    MoreSquaresOption: "more_squares",
+    MoveLimitOption: "move_limit",
+    MoveTimeMaxOption: "move_time_max",
+    MoveTimeAverageOption: "move_time_average",
+}
+
+
+@dataclass(frozen=True)
+class OpponentPiece:
+    """An opponent piece as the bot knows it: its rank only once revealed."""
+
+    rank: Rank | None
+    moved: bool
+
+
+def choose_setup(
+    ruleset_name: str, side: Side, rng: random.Random, *, library: bool = True
+) -> dict[Square, Rank]:
+    """A setup from the setup library, or the fallback when the library is missing or fails."""
+    ruleset = get_ruleset(ruleset_name)
+    if library:
+        try:
+            from setups.generator import generate_setup
+
+            placement = generate_setup(ruleset, rng).placement(side)
+            ruleset.validate_setup(side, placement)
+            return placement
+        except Exception as exc:  # any failure of the library must not cost the game
+            log.warning("bot.setup_library_failed", error=repr(exc))
+    return fallback_setup(ruleset, side, rng)
+
+
+class EngineWorker:
+    """A daemon thread that runs engine calls one after another.
+
+    A persistent thread answers in microseconds where starting one per move costs about a millisecond.
+    When a call overruns, ``abandon`` leaves that thread to finish on its own (its result is dropped) and
+    the next call gets a fresh thread, so an engine that ignores its stop event cannot delay later moves.
+    Daemon threads also never keep the bot process alive at exit.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]] | None]
+        self._jobs = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name="engine", daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._jobs.put((fn, args, future))
+        return future
+
+    def abandon(self) -> None:
+        self._jobs.put(None)  # the thread exits once its current call returns
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, args, future = job
+            value: Any = None
+            error: BaseException | None = None
+            try:
+                value = fn(*args)
+            except BaseException as exc:
+                error = exc
+            try:
+                future.get_loop().call_soon_threadsafe(_settle, future, value, error)
+            except RuntimeError:  # the loop has closed: nobody waits any more
+                pass
+
+
+def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    if future.done():  # cancelled: the caller stopped waiting
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(value)
+
+
+class BotClient:
+    """The handler of the host's calls for one bot. ``select_profile`` picks the profile for a game from
+    the opponent's name (None: always ``profile``)."""
+
+    def __init__(
+        self,
+        profile: BotProfile,
+        *,
+        select_profile: Callable[[str | None], BotProfile] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.profile = profile
+        self.select_profile = select_profile
+        self._seed = profile.seed if seed is None else seed
+        self._rng = random.Random(self._seed)
+        self.goodbye: asyncio.Event = asyncio.Event()
+        self.goodbye_reason: str | None = None
+        self.results: list[GameOverParams] = []
+        self.fallback_moves = 0  # moves the engine did not deliver in time or legally
+        self._worker: EngineWorker | None = None  # started with the first move
+        self._reset_game()
+
+    # --- state ----------------------------------------------------------------------------------------
+
+    def _reset_game(self) -> None:
+        self.phase = Phase.IDLE
+        self.options = GameOptions()
+        self.game_profile = self.profile
+        self.engine: MoveEngine | None = None
+        self.own_setup: dict[Square, Rank] = {}
+        self.opponent_squares: set[Square] = set()
+        self.game: Game | None = None
+        self.pending_move: Move | None = None  # sent in answer to getAIMove, result not yet reported
+        self._setup_rejected = False
+
+    def close(self) -> None:
+        """Let the engine thread go (the client is done)."""
+        if self._worker is not None:
+            self._worker.abandon()
+            self._worker = None
+
+    def new_session(self) -> None:
+        """A new connection: whatever game was open on the old one is gone."""
+        self._reset_game()
+        self.goodbye = asyncio.Event()
+        self.goodbye_reason = None
+
+    @property
+    def colour(self) -> Side | None:
+        return self.options.colour
+
+    def opponent_pieces(self) -> dict[Square, OpponentPiece]:
+        if self.game is None or self.colour is None:
+            return {sq: OpponentPiece(None, False) for sq in self.opponent_squares}
+        return {
+            sq: OpponentPiece(None if rank == Rank.UNKNOWN else rank, self.game.has_moved(sq))
+            for sq, (_side, rank) in self.game.pieces(self.colour.other).items()
+        }
+
+    # --- dispatch -------------------------------------------------------------------------------------
+
+    async def handle_request(self, method: str, params: BaseModel) -> BaseModel:
+        match method, params:
+            case "setGameOption", SetGameOptionParams():
+                return self._set_game_option(params)
+            case "createAISetup", _:
+                return self._create_setup()
+            case "getAISetupPiece", GetAISetupPieceParams():
+                return self._setup_piece(params.square)
+            case "illegalSetup", IllegalSetupParams():
+                return self._illegal_setup(params)
+            case "setOpponentSetupPiece", SetOpponentSetupPieceParams():
+                return self._opponent_setup_piece(params.square)
+            case "getAIMove", GetAIMoveParams():
+                return await self._get_move(params.ply)
+            case "submitAIMoveResult", MoveReport():
+                return self._own_move_result(params)
+            case "submitOpponentMove", MoveReport():
+                return self._opponent_move(params)
+        raise errors.MethodNotFound(f"unknown method {method!r}")
+
+    async def handle_notification(self, method: str, params: BaseModel) -> None:
+        if isinstance(params, GameOverParams):
+            self._game_over(params)
+        elif isinstance(params, GoodbyeParams):
+            log.info("bot.goodbye", reason=params.reason)
+            self.goodbye_reason = params.reason
+            self.goodbye.set()
+
+    # --- setup ----------------------------------------------------------------------------------------
+
+    def _set_game_option(self, params: SetGameOptionParams) -> Ack:
+        if self.phase is Phase.IDLE:
+            self._reset_game()
+            self.phase = Phase.CONFIGURING
+        elif self.phase is not Phase.CONFIGURING:
+            raise errors.OutOfOrder(f"setGameOption during the {self.phase.value} phase of a game")
+        option = params.root
+        setattr(self.options, _OPTION_FIELDS[type(option)], option.value)
+        return Ack()
+
+    def _create_setup(self) -> Ack:
+        if self.phase is not Phase.CONFIGURING:
+            raise errors.OutOfOrder(f"createAISetup in the {self.phase.value} phase (setGameOption first)")
+        if self.colour is None:
+            raise errors.OutOfOrder("createAISetup before setGameOption colour")
+        try:
+            self.options.rules()
+        except ValueError as exc:
+            raise errors.InvalidParams(f"the game's options do not fit together: {exc}") from None
+        if self.select_profile is not None:
+            self.game_profile = self.select_profile(self.options.opponent)
+        # After a rejection, do not trust the library twice: the fallback is legal by construction.
+        self.own_setup = choose_setup(
+            self.options.ruleset, self.colour, self._rng, library=not self._setup_rejected
+        )
+        self.engine = self.game_profile.create_engine(self._rng.randrange(2**32))
+        self.opponent_squares = set()
+        self.phase = Phase.SETUP
+        log.info("bot.setup", game=self.options.game_id, colour=str(self.colour),
+                 opponent=self.options.opponent, profile=self.game_profile.name)
+        return Ack()
+
+    def _setup_piece(self, square: Square) -> GetAISetupPieceResult:
+        if self.phase is not Phase.SETUP:
+            raise errors.OutOfOrder(f"getAISetupPiece in the {self.phase.value} phase (no setup yet)")
+        assert self.colour is not None
+        ruleset = get_ruleset(self.options.ruleset)
+        if not ruleset.in_setup_area(self.colour, square):
+            raise errors.InvalidParams(f"{square} is not in {self.colour}'s setup area")
+        return GetAISetupPieceResult(rank=self.own_setup.get(square))
+
+    def _illegal_setup(self, params: IllegalSetupParams) -> Ack:
+        if self.phase is not Phase.SETUP:
+            raise errors.OutOfOrder(f"illegalSetup in the {self.phase.value} phase (no setup to reject)")
+        log.warning("bot.setup_rejected", reason=params.reason, attempts_left=params.attempts_left)
+        self._setup_rejected = True
+        self.own_setup = {}
+        self.phase = Phase.CONFIGURING
+        return Ack()
+
+    def _opponent_setup_piece(self, square: Square) -> Ack:
+        if self.phase is not Phase.SETUP:
+            raise errors.OutOfOrder(f"setOpponentSetupPiece in the {self.phase.value} phase")
+        assert self.colour is not None
+        ruleset = get_ruleset(self.options.ruleset)
+        if not ruleset.in_setup_area(self.colour.other, square) or ruleset.is_lake(square):
+            raise errors.InvalidParams(f"{square} is not in {self.colour.other}'s setup area")
+        if square in self.opponent_squares:
+            raise errors.InvalidParams(f"{square} already holds an opponent piece")
+        self.opponent_squares.add(square)
+        return Ack()
+
+    def _start_game(self) -> Game:
+        """The game begins with the first move call: both setups are complete by then."""
+        if self.phase is Phase.PLAYING:
+            assert self.game is not None
+            return self.game
+        if self.phase is not Phase.SETUP:
+            raise errors.OutOfOrder(f"a move call in the {self.phase.value} phase (no setup yet)")
+        assert self.colour is not None
+        hidden = dict.fromkeys(self.opponent_squares, Rank.UNKNOWN)
+        red, blue = (self.own_setup, hidden) if self.colour == Side.RED else (hidden, self.own_setup)
+        try:
+            self.game = Game(self.options.rules(), red, blue)
+        except SetupError as exc:
+            raise errors.OutOfOrder(f"the opponent's setup is not complete: {exc}") from None
+        self.phase = Phase.PLAYING
+        return self.game
+
+    # --- moves ----------------------------------------------------------------------------------------
+
+    async def _get_move(self, ply: int) -> MoveModel:
+        game = self._start_game()
+        if self.pending_move is not None:
+            raise errors.OutOfOrder(f"getAIMove while the result of {self.pending_move} is still due")
+        if game.side_to_move != self.colour:
+            raise errors.OutOfOrder(f"getAIMove on {game.side_to_move}'s turn; this bot plays {self.colour}")
+        if ply != game.ply:
+            raise errors.OutOfOrder(f"getAIMove for ply {ply}, but this bot's game is at ply {game.ply}")
+        legal = game.legal_moves()
+        if not legal:
+            raise errors.NoLegalMove(f"{self.colour} has no legal move at ply {game.ply}")
+        move = await self._engine_move(game, legal)
+        self.pending_move = move
+        return MoveModel.of(move.frm, move.to)
+
+    def _move_times(self) -> tuple[float, float]:
+        """Soft and hard seconds for this move: the tighter of the profile's and the host's limits, with
+        the safety margin kept back from the hard one."""
+        host_hard = self.options.move_time_max
+        # A margin as large as the host's limit itself must not zero it: keep at least half of it.
+        host_hard = max(host_hard - self.game_profile.safety_margin, 0.5 * host_hard)
+        hard = min(self.game_profile.move_time_hard, host_hard)
+        soft = min(self.game_profile.move_time_soft, self.options.move_time_average, hard)
+        return soft, hard
+
+    async def _engine_move(self, game: Game, legal: list[Move]) -> Move:
+        soft, hard = self._move_times()
+        budget = SearchBudget.starting_now(soft, hard)
+        assert self.engine is not None
+        started = time.monotonic()
+        if self._worker is None:
+            self._worker = EngineWorker()
+        thinking = self._worker.submit(self.engine.choose_move, game.copy(), budget)
+        reason: str
+        try:
+            move = await asyncio.wait_for(thinking, timeout=max(0.0, budget.remaining(hard=True)))
+        except TimeoutError:
+            reason = f"no move within {hard:.2f} s"
+            # The late call still runs on its thread: the next move gets a fresh thread and a fresh
+            # engine, so no engine object is ever used by two threads at once.
+            self.close()
+            self.engine = self.game_profile.create_engine(self._rng.randrange(2**32))
+        except asyncio.CancelledError:
+            budget.stop.set()  # the connection went away: let the engine go too
+            raise
+        except Exception as exc:
+            reason = f"engine failed: {exc!r}"
+        else:
+            if move in legal:
+                return move
+            reason = f"engine chose {move}, which is not legal"
+        finally:
+            budget.stop.set()
+        self.fallback_moves += 1
+        fallback = self._rng.choice(legal)
+        log.warning("bot.fallback_move", reason=reason, move=str(fallback), ply=game.ply,
+                    seconds=round(time.monotonic() - started, 3))
+        return fallback
+
+    def _own_move_result(self, report: MoveReport) -> Ack:
+        if self.phase is not Phase.PLAYING or self.pending_move is None:
+            raise errors.OutOfOrder("submitAIMoveResult without a move of this bot waiting for its result")
+        move = Move(report.frm, report.to)
+        if move != self.pending_move:
+            raise errors.IllegalMoveReported(f"result for {move}, but this bot moved {self.pending_move}")
+        self._play(move, report)
+        self.pending_move = None
+        return Ack()
+
+    def _opponent_move(self, report: MoveReport) -> Ack:
+        game = self._start_game()
+        if self.pending_move is not None:
+            raise errors.OutOfOrder(f"submitOpponentMove while the result of {self.pending_move} is due")
+        if game.side_to_move == self.colour:
+            raise errors.OutOfOrder(f"submitOpponentMove on {self.colour}'s own turn")
+        self._play(Move(report.frm, report.to), report)
+        return Ack()
+
+    def _play(self, move: Move, report: MoveReport) -> None:
+        assert self.game is not None
+        try:
+            played = self.game.play_observed(move, report.attacker, report.defender)
+        except IllegalMove as exc:
+            raise errors.IllegalMoveReported(f"{move} is illegal in this bot's view: {exc}") from None
+        if played.outcome != report.outcome:  # the view's own pieces disagree with the reported outcome
+            log.error("bot.outcome_mismatch", move=str(move), reported=report.outcome,
+                      computed=played.outcome)
+
+    def _game_over(self, params: GameOverParams) -> None:
+        self.results.append(params)
+        won = None if params.winner is None else params.winner == self.colour
+        log.info("bot.game_over", game=params.game_id, winner=str(params.winner), reason=params.reason,
+                 plies=params.plies, won=won, fallback_moves=self.fallback_moves)
+        self._reset_game()
+
+
+# --- sessions ----------------------------------------------------------------------------------------
+
+
+class HostRefused(errors.ProtocolError):
+    """The host turned the bot away (protocol version, token); retrying would not help."""
+
+
+async def run_session(
+    channel: Channel,
+    client: BotClient,
+    hello: HelloParams,
+    *,
+    hello_timeout: float = 10.0,
+    idle_timeout: float | None = None,
+) -> HelloResult:
+    """Say hello and serve the host's calls until the connection ends."""
+    client.new_session()
+    endpoint = Endpoint(channel, bot_codec(), client, idle_timeout=idle_timeout)
+    serving = asyncio.create_task(endpoint.run())
+    try:
+        try:
+            answer = await endpoint.call("hello", hello, timeout=hello_timeout)
+        except (errors.UnsupportedVersion, errors.AuthFailed, errors.OutOfOrder) as exc:
+            raise HostRefused(exc.message) from None
+        assert isinstance(answer, HelloResult)
+        log.info("bot.session", host=answer.host, session=answer.session, protocol=answer.protocol)
+        # The host ends the session with goodbye; the bot then closes its side.
+        goodbye = asyncio.create_task(client.goodbye.wait())
+        await asyncio.wait({serving, goodbye}, return_when=asyncio.FIRST_COMPLETED)
+        goodbye.cancel()
+        return answer
+    finally:
+        await endpoint.close("session over")
+        await serving
+
+
+async def run_bot(
+    profile: BotProfile,
+    host: str,
+    port: int,
+    *,
+    name: str | None = None,
+    token: str | None = None,
+    seed: int | None = None,
+    connect_attempts: int | None = 50,
+    max_reconnects: int = 5,
+    idle_timeout: float | None = None,
+) -> int:
+    """The bot process: connect (retrying with jittered backoff), play what the host asks, reconnect when
+    the connection drops, and stop when the host says goodbye. Returns the process exit code."""
+    client = BotClient(profile, seed=seed)
+    hello = HelloParams(name=name or profile.name, version=__version__, protocol=PROTOCOL_VERSION, token=token)
+    pauses = backoff_delays(base=0.2, cap=5.0)
+    try:
+        for attempt in range(max_reconnects + 1):
+            try:
+                channel = await connect_with_backoff(host, port, attempts=connect_attempts)
+            except errors.ConnectFailed as exc:
+                log.error("bot.connect_failed", error=str(exc))
+                return 1
+            try:
+                await run_session(channel, client, hello, idle_timeout=idle_timeout)
+            except HostRefused as exc:
+                log.error("bot.refused", error=str(exc))
+                return 2
+            except errors.ProtocolError as exc:
+                log.warning("bot.session_failed", error=str(exc))
+            if client.goodbye_reason is not None:
+                return 0
+            if attempt < max_reconnects:
+                log.warning("bot.connection_lost", reconnect=attempt + 1)
+                await asyncio.sleep(next(pauses))
+        log.error("bot.gave_up", reconnects=max_reconnects)
+        return 1
+    finally:
+        client.close()

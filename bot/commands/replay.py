@@ -1,0 +1,113 @@
+"""``perspecto replay FILE``: show a saved game move by move, replayed through the rules engine."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+
+from bot.board_view import board_panel
+from engine_ext.game import Game, IllegalMove, Move, MoveResult, RulesOptions
+from engine_ext.pieces import RANK_STYLES, Rank, Side
+from engine_ext.record import GameRecord
+from engine_ext.rulesets import Square, get_ruleset
+
+
+class ReplayError(ValueError):
+    """A record the rules engine cannot replay as written; the message names the ply."""
+
+
+def _placement(setup: dict[str, str]) -> dict[Square, Rank]:
+    return {Square.parse(sq): Rank.parse(rank) for sq, rank in setup.items()}
+
+
+def replay_positions(record: GameRecord) -> Iterator[tuple[Game, MoveResult | None]]:
+    """The game after its setups (with None), then after every move; each move is checked against the
+    record: the side, the legality and the outcome of attacks."""
+    known = ("range_attacks", "two_squares", "more_squares", "move_limit")
+    rules = {k: v for k, v in record.options.items() if k in known}
+    options = RulesOptions(ruleset=get_ruleset(record.ruleset), **rules)
+    try:
+        game = Game(options, _placement(record.red.setup), _placement(record.blue.setup))
+    except ValueError as exc:
+        raise ReplayError(f"the record's setups do not make a game: {exc}") from None
+    yield game, None
+    for ply, recorded in enumerate(record.moves, start=1):
+        if recorded.side != str(game.side_to_move):
+            raise ReplayError(f"ply {ply}: the record has {recorded.side} moving on {game.side_to_move}'s turn")
+        try:
+            played = game.play(Move.parse(recorded.move))
+        except (IllegalMove, ValueError) as exc:
+            raise ReplayError(f"ply {ply}: {recorded.move}: {exc}") from None
+        if played.outcome != recorded.outcome:
+            raise ReplayError(
+                f"ply {ply}: {recorded.move} gives {played.outcome!r}, the record says {recorded.outcome!r}"
+            )
+        yield game, played
+
+
+def _move_line(played: MoveResult) -> str:
+    line = f"{played.side} {played.notation()}"
+    if played.attacker is not None and played.defender is not None:
+        line += f" ({played.attacker.label} vs {played.defender.label})"
+    return line
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "replay",
+        help="show a saved game move by move",
+        description="Replay a game record (perspecto-record/1, as saved by host, match and play) through the "
+        "rules engine, checking every move, and show it move by move.",
+    )
+    p.add_argument("file", type=Path, help="the record (a .json file under records/)")
+    p.add_argument("--style", default="american", choices=RANK_STYLES, help="rank symbols (default %(default)s)")
+    p.add_argument("--delay", type=float, help="seconds a move on a terminal (default 0.2; 0 without a terminal)")
+    p.add_argument("--every", type=int, default=1, help="without a terminal: print the board every N plies")
+    p.add_argument("--ply", type=int, help="show only the position after this many plies")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    console = Console()
+    try:
+        record = GameRecord.load(args.file)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        console.print(f"[red]cannot read {args.file}: {exc}[/red]")
+        return 2
+    names = {Side.RED: record.red.name, Side.BLUE: record.blue.name}
+    delay = args.delay if args.delay is not None else (0.2 if console.is_terminal else 0.0)
+    every = max(1, args.every)
+    try:
+        if args.ply is not None:
+            for game, played in replay_positions(record):
+                if game.ply >= args.ply or len(game.history) == len(record.moves):
+                    console.print(board_panel(game, names, style=args.style, last=played))
+                    break
+        elif console.is_terminal:
+            with Live(console=console, refresh_per_second=30) as live:
+                for game, played in replay_positions(record):
+                    live.update(board_panel(game, names, style=args.style, last=played))
+                    if delay:
+                        time.sleep(delay)
+        else:
+            for game, played in replay_positions(record):
+                if played is not None:
+                    console.print(f"{game.ply:>5}. {_move_line(played)}")
+                if played is None or game.ply % every == 0 or game.ply == len(record.moves):
+                    console.print(board_panel(game, names, style=args.style, last=played))
+    except ReplayError as exc:
+        console.print(f"[red]{exc}[/red]")
+        return 1
+    if record.result:
+        result = record.result
+        winner = result.get("winner")
+        who = "draw" if winner is None else f"{names[Side.parse(winner)]} ({winner}) wins"
+        detail = f": {result['detail']}" if result.get("detail") else ""
+        console.print(f"{record.game_id}: {who} by {result.get('reason')} after {result.get('plies')} plies{detail}")
+    return 0

@@ -1,0 +1,99 @@
+"""Bot profiles: which engine plays, with which parameters, seed and move times.
+
+A profile is a plain validated model so that profile files, per-opponent selection and environment
+overrides can be added on top of it without changing it. Built-in profiles exist for every registered
+engine, under the engine's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bot.engine_interface import ENGINES, EngineConfigError, MoveEngine, create_engine
+
+# The tournament's limits: 15 s for any move, 5 s on average.
+TOURNAMENT_MOVE_TIME_HARD = 15.0
+TOURNAMENT_MOVE_TIME_AVERAGE = 5.0
+
+
+class ProfileError(ValueError):
+    """A profile that does not validate; the message names the bad key."""
+
+
+class BotProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=64)
+    engine: str = "random"
+    engine_params: dict[str, Any] = Field(default_factory=dict)
+    seed: int | None = None
+    move_time_soft: float = Field(default=TOURNAMENT_MOVE_TIME_AVERAGE, gt=0, le=3600)
+    move_time_hard: float = Field(default=TOURNAMENT_MOVE_TIME_HARD, gt=0, le=3600)
+    # Kept back from the host's deadline so the answer crosses the network in time.
+    safety_margin: float = Field(default=0.25, ge=0, le=10)
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, name: str) -> str:
+        if name not in ENGINES:
+            raise ValueError(f"unknown engine {name!r} (known: {', '.join(sorted(ENGINES))})")
+        return name
+
+    @model_validator(mode="after")
+    def _times_agree(self) -> BotProfile:
+        if self.move_time_soft > self.move_time_hard:
+            raise ValueError(
+                f"move_time_soft ({self.move_time_soft:g} s) exceeds "
+                f"move_time_hard ({self.move_time_hard:g} s)"
+            )
+        return self
+
+    def create_engine(self, seed: int | None = None) -> MoveEngine:
+        """A fresh engine for one game; ``seed`` overrides the profile's."""
+        try:
+            return create_engine(self.engine, self.engine_params, self.seed if seed is None else seed)
+        except EngineConfigError as exc:
+            raise ProfileError(f"profile {self.name!r}: engine_params: {exc}") from None
+
+
+def profile_from_mapping(data: Mapping[str, Any], source: str = "profile") -> BotProfile:
+    """Validate a profile from plain data; errors list each bad key with what is wrong with it."""
+    try:
+        return BotProfile.model_validate(dict(data))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(profile)'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors(include_url=False)
+        )
+        raise ProfileError(f"{source}: {problems}") from None
+
+
+# Profiles that are more than "an engine with its defaults" are added here.
+_EXTRA_PROFILES: dict[str, BotProfile] = {}
+
+
+def register_profile(profile: BotProfile) -> None:
+    _EXTRA_PROFILES[profile.name] = profile
+
+
+def builtin_profiles() -> dict[str, BotProfile]:
+    """One profile per registered engine (so engines registered later get theirs), plus the extras."""
+    profiles = {name: BotProfile(name=name, engine=name) for name in sorted(ENGINES)}
+    profiles.update(_EXTRA_PROFILES)
+    return profiles
+
+
+def get_profile(name: str) -> BotProfile:
+    profiles = builtin_profiles()
+    try:
+        return profiles[name]
+    except KeyError:
+        raise ProfileError(f"unknown profile {name!r} (known: {', '.join(profiles)})") from None
+
+
+def default_profile_name() -> str:
+    """Our own bot: the Perspecto engine when it is registered, the random baseline until then."""
+    return "perspecto" if "perspecto" in builtin_profiles() else "random"

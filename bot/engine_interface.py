@@ -1,0 +1,88 @@
+"""What the bot asks of an engine, and the registry that lets profiles name engines.
+
+An engine is blocking code: the client calls ``choose_move`` in a worker thread with a copy of its game
+view (the opponent's pieces hidden) and a ``SearchBudget``. The engine should answer by the soft deadline,
+must stop when ``budget.stop`` is set, and anything it returns after the hard deadline is thrown away: the
+client has already sent a fallback move by then.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from engine_ext.game import Game, Move
+
+
+@dataclass(frozen=True)
+class SearchBudget:
+    soft_deadline: float  # time.monotonic(): aim to answer by then (the tournament's 5 s average)
+    hard_deadline: float  # time.monotonic(): an answer after this is not used
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    @classmethod
+    def starting_now(cls, soft_seconds: float, hard_seconds: float) -> SearchBudget:
+        now = time.monotonic()
+        return cls(now + min(soft_seconds, hard_seconds), now + hard_seconds)
+
+    def remaining(self, *, hard: bool = False) -> float:
+        return (self.hard_deadline if hard else self.soft_deadline) - time.monotonic()
+
+    def should_stop(self) -> bool:
+        """For a search loop: stop when told to, or once the soft deadline has passed."""
+        return self.stop.is_set() or time.monotonic() >= self.soft_deadline
+
+
+class MoveEngine(Protocol):
+    name: str
+
+    def choose_move(self, game: Game, budget: SearchBudget) -> Move:
+        """A legal move for ``game.side_to_move``; blocking, called off the event loop."""
+        ...
+
+
+class EngineConfigError(ValueError):
+    """An engine name or parameter that does not exist; the message names it."""
+
+
+class RandomEngine:
+    """Uniformly random legal moves: the baseline every other engine must beat."""
+
+    name = "random"
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._rng = random.Random(seed)
+
+    def choose_move(self, game: Game, budget: SearchBudget) -> Move:
+        moves = game.legal_moves()
+        if not moves:
+            raise ValueError("no legal move")
+        return self._rng.choice(moves)
+
+
+# An engine factory takes the profile's engine parameters and seed.
+EngineFactory = Callable[[Mapping[str, Any], int | None], MoveEngine]
+
+
+def _random_engine(params: Mapping[str, Any], seed: int | None) -> MoveEngine:
+    if params:
+        raise EngineConfigError(f"engine 'random' takes no parameters, got: {', '.join(sorted(params))}")
+    return RandomEngine(seed)
+
+
+# Engines by the name a profile uses. The search engines register here when they land
+# ("minimax", "expectiminimax", "pemm", "perspecto").
+ENGINES: dict[str, EngineFactory] = {
+    "random": _random_engine,
+}
+
+
+def create_engine(name: str, params: Mapping[str, Any] | None = None, seed: int | None = None) -> MoveEngine:
+    factory = ENGINES.get(name)
+    if factory is None:
+        raise EngineConfigError(f"unknown engine {name!r} (known: {', '.join(sorted(ENGINES))})")
+    return factory(params or {}, seed)

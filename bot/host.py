@@ -1,0 +1,671 @@
+"""The host: the referee that bots connect to. It plays games between them with the rules engine.
+
+Per game the host sets the options on both bots, reads both setups square by square (an illegal setup
+gets ``illegalSetup`` and one second chance, then the game is forfeited), tells each bot where the other's
+pieces stand, and then asks for moves in turn: every move is checked by the rules engine, must arrive
+within ``moveTimeMax`` (plus a small network grace), and is reported back to both bots with the ranks an
+attack reveals. It ends with ``gameOver`` to both, a score from the tournament table and a game record.
+
+Whatever a bot does (errors, garbage, silence, disconnecting) ends at worst in that bot's forfeit of that
+game: the host and its other games carry on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import re
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot import __version__
+from engine_ext.game import MAX_MOVE_LIMIT, Game, IllegalMove, Move, MoveResult, RulesOptions
+from engine_ext.pieces import Rank, Side
+from engine_ext.record import GameRecord, RecordedMove, RecordedPlayer
+from engine_ext.rulesets import RULESETS, SetupError, Square, get_ruleset
+from protocol import errors
+from protocol.codec import DEFAULT_MAX_LINE, host_codec
+from protocol.endpoint import Endpoint
+from protocol.messages import (
+    PROTOCOL_VERSION,
+    CreateAISetupParams,
+    GameOverParams,
+    GetAIMoveParams,
+    GetAISetupPieceParams,
+    GetAISetupPieceResult,
+    GoodbyeParams,
+    HelloParams,
+    HelloResult,
+    IllegalSetupParams,
+    MoveModel,
+    MoveReport,
+    SetGameOptionParams,
+    SetOpponentSetupPieceParams,
+    protocol_compatible,
+)
+from protocol.tcp import TcpChannel, serve
+
+log = structlog.get_logger()
+
+# The tournament's table.
+SCORE_WIN, SCORE_DRAW, SCORE_LOSS, SCORE_FORFEIT = 6, 3, 1, 0
+
+
+class HostSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)  # 0: any free port
+    ruleset: str = "classic"
+    range_attacks: bool = True
+    two_squares: int | None = Field(default=5, ge=1, le=50)
+    more_squares: bool = True
+    move_limit: int = Field(default=2000, ge=1, le=MAX_MOVE_LIMIT)
+    move_time_max: float = Field(default=15.0, gt=0)
+    move_time_average: float = Field(default=5.0, gt=0)
+    grace: float = Field(default=0.5, ge=0)  # network allowance on top of move_time_max
+    call_timeout: float = Field(default=10.0, gt=0)  # every call but getAIMove
+    hello_timeout: float = Field(default=10.0, gt=0)
+    tokens: frozenset[str] | None = None  # accepted hello tokens; None: any bot may play
+    records_dir: Path | None = None
+    max_line: int = Field(default=DEFAULT_MAX_LINE, ge=1024)
+
+    def rules(self) -> RulesOptions:
+        return RulesOptions(
+            ruleset=get_ruleset(self.ruleset),
+            range_attacks=self.range_attacks,
+            two_squares=self.two_squares,
+            more_squares=self.more_squares,
+            move_limit=self.move_limit,
+        )
+
+    def record_options(self) -> dict[str, Any]:
+        return {
+            "range_attacks": self.range_attacks, "two_squares": self.two_squares,
+            "more_squares": self.more_squares, "move_limit": self.move_limit,
+            "move_time_max": self.move_time_max, "move_time_average": self.move_time_average,
+        }
+
+
+@dataclass(eq=False)
+class BotSession:
+    """A connected bot that said hello."""
+
+    id: str
+    name: str
+    version: str
+    token: str | None
+    endpoint: Endpoint
+    arrived: float = field(default_factory=time.monotonic)
+    busy: bool = False  # playing (or reserved for) a game
+
+    @property
+    def alive(self) -> bool:
+        return not self.endpoint.closed
+
+    async def goodbye(self, reason: str) -> None:
+        with contextlib.suppress(errors.ProtocolError):
+            await self.endpoint.notify("goodbye", GoodbyeParams(reason=reason))
+
+
+@dataclass
+class GameResult:
+    game_id: str
+    names: dict[Side, str]
+    winner: Side | None
+    reason: str
+    plies: int
+    forfeits: frozenset[Side] = frozenset()
+    detail: str | None = None
+    seconds: float = 0.0
+    think_seconds: dict[Side, float] = field(default_factory=dict)  # total time each side took to move
+    record: GameRecord | None = None
+    record_path: Path | None = None
+
+    def score(self, side: Side) -> int:
+        if side in self.forfeits:
+            return SCORE_FORFEIT
+        if self.winner is None:
+            return SCORE_DRAW
+        return SCORE_WIN if self.winner == side else SCORE_LOSS
+
+    def outcome_for(self, side: Side) -> str:
+        """``win``, ``draw``, ``loss`` or ``forfeit``."""
+        if side in self.forfeits:
+            return "forfeit"
+        if self.winner is None:
+            return "draw"
+        return "win" if self.winner == side else "loss"
+
+    def summary(self) -> str:
+        who = "draw" if self.winner is None else f"{self.names[self.winner]} ({self.winner}) wins"
+        more = f": {self.detail}" if self.detail else ""
+        return f"{self.game_id}: {who} by {self.reason} after {self.plies} plies{more}"
+
+
+@dataclass
+class Tally:
+    """One bot's games in the tournament's scoring."""
+
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    forfeits: int = 0
+    score: int = 0
+    think_seconds: float = 0.0
+    moves: int = 0
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses + self.forfeits
+
+    def add(self, result: GameResult, side: Side) -> None:
+        outcome = result.outcome_for(side)
+        self.wins += outcome == "win"
+        self.draws += outcome == "draw"
+        self.losses += outcome == "loss"
+        self.forfeits += outcome == "forfeit"
+        self.score += result.score(side)
+        self.think_seconds += result.think_seconds.get(side, 0.0)
+        # Red moves first: it has made the odd ply when the count is odd.
+        self.moves += (result.plies + (side == Side.RED)) // 2
+
+
+def standings(results: Iterable[GameResult]) -> dict[str, Tally]:
+    """Tallies by bot name, best score first."""
+    tallies: dict[str, Tally] = {}
+    for result in results:
+        for side, name in result.names.items():
+            tallies.setdefault(name, Tally()).add(result, side)
+    return dict(sorted(tallies.items(), key=lambda item: -item[1].score))
+
+
+class _Forfeit(Exception):
+    """One or more sides forfeit the game (a list, since both bots can fail in the setup phase)."""
+
+    def __init__(self, side: Side, reason: str, detail: str) -> None:
+        super().__init__(f"{side} forfeits: {reason}: {detail}")
+        self.sides: dict[Side, tuple[str, str]] = {side: (reason, detail)}
+
+    @classmethod
+    def combine(cls, failures: Iterable[_Forfeit]) -> _Forfeit:
+        failures = list(failures)
+        combined = failures[0]
+        for other in failures[1:]:
+            combined.sides.update(other.sides)
+        return combined
+
+
+class _BadSetupAnswer(Exception):
+    """A getAISetupPiece answer that makes the setup illegal (an error or an unreadable rank)."""
+
+
+MoveObserver = Callable[[Game, MoveResult | None], Awaitable[None]]
+
+
+async def _all_or_forfeits(*steps: Awaitable[None]) -> None:
+    """Await the steps together; if any forfeits, raise one ``_Forfeit`` naming every side that did
+    (both bots can fail in the setup phase)."""
+    outcomes = await asyncio.gather(*steps, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException) and not isinstance(outcome, _Forfeit):
+            raise outcome
+    failures = [o for o in outcomes if isinstance(o, _Forfeit)]
+    if failures:
+        raise _Forfeit.combine(failures)
+
+
+def _error_detail(method: str, exc: errors.RpcError) -> str:
+    return f"{method} answered error {exc.code}: {exc.message}"
+
+
+def _setup_labels(placement: dict[Square, Rank]) -> dict[str, str]:
+    return {str(sq): rank.label for sq, rank in sorted(placement.items(), key=lambda i: (i[0].row, i[0].col))}
+
+
+def _safe_file_name(game_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", game_id)[:100] or "game"
+
+
+class _Greeter:
+    """The host's request handler for one connection: the only thing a bot may call is hello."""
+
+    def __init__(self, host: Host, peer: str) -> None:
+        self.host = host
+        self.peer = peer
+        self.endpoint: Endpoint | None = None
+        self.session: BotSession | None = None
+        self.answered = asyncio.Event()  # hello got an answer, welcome or refusal
+
+    async def handle_request(self, method: str, params: BaseModel) -> BaseModel:
+        assert isinstance(params, HelloParams) and self.endpoint is not None
+        if self.session is not None:
+            raise errors.OutOfOrder("hello was already said on this connection")
+        try:
+            if not protocol_compatible(params.protocol):
+                raise errors.UnsupportedVersion(
+                    f"protocol {params.protocol} is not supported; this host speaks {PROTOCOL_VERSION}"
+                )
+            tokens = self.host.settings.tokens
+            if tokens is not None and params.token not in tokens:
+                raise errors.AuthFailed("unknown token" if params.token else "this host needs a token")
+        except errors.RpcError:
+            self.answered.set()
+            raise
+        self.session = BotSession(
+            id=uuid.uuid4().hex[:12], name=params.name, version=params.version, token=params.token,
+            endpoint=self.endpoint,
+        )
+        self.host._register(self.session)
+        log.info("host.hello", peer=self.peer, bot=params.name, version=params.version,
+                 session=self.session.id)
+        self.answered.set()
+        return HelloResult(host="perspecto-host", version=__version__, protocol=PROTOCOL_VERSION,
+                           session=self.session.id)
+
+    async def handle_notification(self, method: str, params: BaseModel) -> None:
+        if isinstance(params, GoodbyeParams) and self.endpoint is not None:
+            log.info("host.bot_goodbye", peer=self.peer, reason=params.reason)
+            await self.endpoint.close("the bot said goodbye")
+
+
+class Host:
+    def __init__(self, settings: HostSettings | None = None) -> None:
+        self.settings = settings or HostSettings()
+        self.sessions: dict[str, BotSession] = {}
+        self.results: list[GameResult] = []
+        self._server: asyncio.Server | None = None
+        self._changed = asyncio.Condition()  # a bot arrived, left or became free
+        self._game_numbers = itertools.count(1)
+        self._run_id = uuid.uuid4().hex[:6]
+        self._tasks: set[asyncio.Task[Any]] = set()
+        if self.settings.ruleset not in RULESETS:
+            raise ValueError(f"unknown ruleset {self.settings.ruleset!r} (known: {', '.join(RULESETS)})")
+
+    # --- connections ----------------------------------------------------------------------------------
+
+    async def start(self) -> int:
+        """Listen; returns the port (useful with port 0)."""
+        self._server = await serve(self.settings.host, self.settings.port, self._serve_connection)
+        log.info("host.listening", host=self.settings.host, port=self.port)
+        return self.port
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "the host is not started"
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def close(self, reason: str = "the host is shutting down") -> None:
+        if self._server is not None:
+            self._server.close()
+        for session in list(self.sessions.values()):
+            await session.goodbye(reason)
+            await session.endpoint.close(reason)
+        for task in list(self._tasks):
+            task.cancel()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(2.0):
+                    await self._server.wait_closed()
+
+    async def _serve_connection(self, channel: TcpChannel) -> None:
+        greeter = _Greeter(self, channel.peer)
+        endpoint = Endpoint(channel, host_codec(max_line=self.settings.max_line), greeter)
+        greeter.endpoint = endpoint
+        serving = asyncio.create_task(endpoint.run())
+        try:
+            # Wait for hello, but not for a peer that has already gone.
+            answered = asyncio.create_task(greeter.answered.wait())
+            gone = asyncio.create_task(endpoint.wait_closed())
+            await asyncio.wait({answered, gone}, timeout=self.settings.hello_timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+            answered.cancel()
+            gone.cancel()
+            if not greeter.answered.is_set() and not endpoint.closed:
+                log.warning("host.no_hello", peer=channel.peer)
+                await endpoint.close("no hello in time")
+            if greeter.session is None and not endpoint.closed:
+                # Refused: let the error reach the bot, then hang up.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await endpoint.wait_closed()
+                await endpoint.close("hello refused")
+            await serving
+        finally:
+            if greeter.session is not None:
+                await self._unregister(greeter.session)
+
+    def _register(self, session: BotSession) -> None:
+        self.sessions[session.id] = session
+        self._spawn(self._notify_change())
+
+    async def _unregister(self, session: BotSession) -> None:
+        self.sessions.pop(session.id, None)
+        log.info("host.bot_left", bot=session.name, session=session.id, reason=session.endpoint.close_reason)
+        await self._notify_change()
+
+    async def _notify_change(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def wait_for_bot(self, *, token: str | None = None, timeout: float | None = None) -> BotSession:
+        """Claim a free bot (the one with ``token``, if given), waiting for it to connect."""
+
+        def pick() -> BotSession | None:
+            for session in sorted(self.sessions.values(), key=lambda s: s.arrived):
+                if session.alive and not session.busy and (token is None or session.token == token):
+                    return session
+            return None
+
+        async with asyncio.timeout(timeout), self._changed:
+            session = await self._changed.wait_for(pick)
+            assert session is not None  # wait_for returns once pick() finds one
+            session.busy = True
+            return session
+
+    def release(self, session: BotSession) -> None:
+        session.busy = False
+        self._spawn(self._notify_change())
+
+    # --- the lobby: pairs whatever bots connect ----------------------------------------------------------
+
+    async def serve_lobby(
+        self,
+        *,
+        games_per_pairing: int = 2,
+        max_games: int | None = None,
+        on_result: Callable[[GameResult], None] | None = None,
+    ) -> list[GameResult]:
+        """Pair free bots (those that met least often first), play ``games_per_pairing`` games with
+        colours alternating, then free them again; stop after ``max_games`` games."""
+        met: Counter[frozenset[str]] = Counter()
+        started = 0
+        pairings: set[asyncio.Task[None]] = set()
+
+        async def pairing(a: BotSession, b: BotSession, games: int) -> None:
+            try:
+                for i in range(games):
+                    if not (a.alive and b.alive):
+                        break
+                    red, blue = (a, b) if i % 2 == 0 else (b, a)
+                    result = await self.play_game(red, blue)
+                    if on_result is not None:
+                        on_result(result)
+            finally:
+                self.release(a)
+                self.release(b)
+
+        try:
+            while max_games is None or started < max_games:
+                async with self._changed:
+                    pair = await self._changed.wait_for(lambda: self._pick_pair(met))
+                    assert pair is not None
+                    a, b = pair
+                    a.busy = b.busy = True
+                games = games_per_pairing
+                if max_games is not None:
+                    games = min(games, max_games - started)
+                started += games
+                met[frozenset((a.name + a.id, b.name + b.id))] += 1
+                task = asyncio.create_task(pairing(a, b, games))
+                pairings.add(task)
+                task.add_done_callback(pairings.discard)
+            if pairings:
+                await asyncio.gather(*pairings)
+        finally:
+            for task in pairings:
+                task.cancel()
+        return self.results
+
+    def _pick_pair(self, met: Counter[frozenset[str]]) -> tuple[BotSession, BotSession] | None:
+        free = sorted((s for s in self.sessions.values() if s.alive and not s.busy), key=lambda s: s.arrived)
+        if len(free) < 2:
+            return None
+        return min(
+            itertools.combinations(free, 2),
+            key=lambda pair: met[frozenset((pair[0].name + pair[0].id, pair[1].name + pair[1].id))],
+        )
+
+    # --- one game ----------------------------------------------------------------------------------------
+
+    def next_game_id(self) -> str:
+        return f"{self._run_id}-{next(self._game_numbers):04d}"
+
+    async def play_game(
+        self,
+        red: BotSession,
+        blue: BotSession,
+        *,
+        game_id: str | None = None,
+        on_move: MoveObserver | None = None,
+    ) -> GameResult:
+        game_id = game_id or self.next_game_id()
+        referee = _Referee(self, game_id, {Side.RED: red, Side.BLUE: blue}, on_move)
+        result = await referee.run()
+        self.results.append(result)
+        log.info("host.game_over", game=game_id, red=red.name, blue=blue.name, winner=str(result.winner),
+                 reason=result.reason, plies=result.plies, detail=result.detail)
+        return result
+
+
+class _Referee:
+    """One game between two sessions."""
+
+    def __init__(
+        self, host: Host, game_id: str, players: dict[Side, BotSession], on_move: MoveObserver | None
+    ) -> None:
+        self.host = host
+        self.settings = host.settings
+        self.rules = host.settings.rules()
+        self.game_id = game_id
+        self.players = players
+        self.on_move = on_move
+        self.setups: dict[Side, dict[Square, Rank]] = {Side.RED: {}, Side.BLUE: {}}
+        self.think = {Side.RED: 0.0, Side.BLUE: 0.0}
+        self.game: Game | None = None
+        self.record = GameRecord(
+            ruleset=self.rules.ruleset.name,
+            options=self.settings.record_options(),
+            red=RecordedPlayer(players[Side.RED].name, {}),
+            blue=RecordedPlayer(players[Side.BLUE].name, {}),
+            game_id=game_id,
+            started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+
+    async def run(self) -> GameResult:
+        started = time.monotonic()
+        forfeits: dict[Side, tuple[str, str]] = {}
+        try:
+            await self._both(self._set_up)
+            await self._both(self._announce_opponent_setup)
+            self.game = Game(self.rules, self.setups[Side.RED], self.setups[Side.BLUE])
+            if self.on_move is not None:
+                await self.on_move(self.game, None)
+            while self.game.result is None:
+                await self._turn(self.game)
+        except _Forfeit as forfeit:
+            forfeits = forfeit.sides
+        plies = self.game.ply if self.game is not None else 0
+        if forfeits:
+            winner = None if len(forfeits) == 2 else next(iter(forfeits)).other
+            reason, detail = forfeits.get(Side.RED) or forfeits[Side.BLUE]
+            if len(forfeits) == 2:
+                detail = "; ".join(f"{side}: {d}" for side, (_r, d) in forfeits.items())
+        else:
+            assert self.game is not None and self.game.result is not None
+            winner, reason, detail = self.game.result.winner, self.game.result.reason, None
+        result = GameResult(
+            game_id=self.game_id, names={s: p.name for s, p in self.players.items()}, winner=winner,
+            reason=reason, plies=plies, forfeits=frozenset(forfeits), detail=detail,
+            seconds=time.monotonic() - started, think_seconds=dict(self.think),
+        )
+        await self._announce_end(result)
+        self._finish_record(result)
+        return result
+
+    async def _both(self, step: Callable[[Side], Awaitable[None]]) -> None:
+        """Run a step for both sides at once."""
+        await _all_or_forfeits(step(Side.RED), step(Side.BLUE))
+
+    # --- calls, with every failure turned into the right forfeit ------------------------------------------
+
+    async def _request(
+        self, side: Side, method: str, params: BaseModel, timeout: float | None = None
+    ) -> BaseModel:
+        """Raises the protocol's errors as they are; the callers decide what each costs."""
+        timeout = timeout or self.settings.call_timeout
+        try:
+            return await self.players[side].endpoint.call(method, params, timeout=timeout)
+        except errors.CallTimeout:
+            raise _Forfeit(side, "forfeit_timeout", f"no answer to {method} within {timeout:g} s") from None
+        except errors.ConnectionClosed as exc:
+            raise _Forfeit(side, "forfeit_crash", f"connection lost during {method}: {exc}") from None
+
+    async def _call(self, side: Side, method: str, params: BaseModel) -> BaseModel:
+        """A call the game cannot go on without: any failure forfeits ``side``."""
+        try:
+            return await self._request(side, method, params)
+        except errors.BadResult as exc:
+            raise _Forfeit(side, "forfeit_crash", str(exc)) from None
+        except errors.RpcError as exc:
+            raise _Forfeit(side, "forfeit_error", _error_detail(method, exc)) from None
+
+    async def _inform(self, side: Side, method: str, params: BaseModel) -> None:
+        """A call that only informs the bot: an error answer is logged (the host is the authority on the
+        game), but silence or a lost connection still forfeits."""
+        try:
+            await self._request(side, method, params)
+        except (errors.RpcError, errors.BadResult) as exc:
+            log.warning("host.bot_disputes", game=self.game_id, bot=self.players[side].name, side=str(side),
+                        method=method, detail=str(exc))
+
+    # --- setup ---------------------------------------------------------------------------------------------
+
+    def _option_params(self, side: Side) -> list[SetGameOptionParams]:
+        s = self.settings
+        values: list[tuple[str, Any]] = [
+            ("gameId", self.game_id), ("colour", str(side)), ("opponent", self.players[side.other].name),
+            ("ruleset", s.ruleset), ("rangeAttacks", s.range_attacks), ("twoSquares", s.two_squares),
+            ("moreSquares", s.more_squares), ("moveLimit", s.move_limit), ("moveTimeMax", s.move_time_max),
+            ("moveTimeAverage", s.move_time_average),
+        ]
+        return [SetGameOptionParams.model_validate({"option": o, "value": v}) for o, v in values]
+
+    async def _set_up(self, side: Side) -> None:
+        for params in self._option_params(side):
+            await self._inform(side, "setGameOption", params)
+        problem = ""
+        for attempt in (1, 2):
+            await self._call(side, "createAISetup", CreateAISetupParams())
+            try:
+                placement = await self._read_setup(side)
+                self.rules.ruleset.validate_setup(side, placement)
+            except (_BadSetupAnswer, SetupError) as exc:
+                problem = str(exc)
+                log.warning("host.illegal_setup", game=self.game_id, bot=self.players[side].name,
+                            attempt=attempt, problem=problem)
+                if attempt == 1:
+                    rejection = IllegalSetupParams(reason=problem, attempts_left=1)
+                    await self._call(side, "illegalSetup", rejection)
+                continue
+            self.setups[side] = placement
+            return
+        raise _Forfeit(side, "forfeit_illegal_setup", problem)
+
+    async def _read_setup(self, side: Side) -> dict[Square, Rank]:
+        ruleset = self.rules.ruleset
+        placement: dict[Square, Rank] = {}
+        for square in ruleset.setup_squares(side):
+            if ruleset.is_lake(square):
+                continue
+            try:
+                answer = await self._request(side, "getAISetupPiece", GetAISetupPieceParams(square=square))
+            except (errors.RpcError, errors.BadResult) as exc:
+                raise _BadSetupAnswer(f"{square}: {exc}") from None
+            assert isinstance(answer, GetAISetupPieceResult)
+            if answer.rank is not None:
+                placement[square] = answer.rank
+        return placement
+
+    async def _announce_opponent_setup(self, side: Side) -> None:
+        for square in sorted(self.setups[side.other], key=lambda sq: (sq.row, sq.col)):
+            await self._inform(side, "setOpponentSetupPiece", SetOpponentSetupPieceParams(square=square))
+
+    # --- moves ---------------------------------------------------------------------------------------------
+
+    async def _turn(self, game: Game) -> None:
+        side = game.side_to_move
+        limit = self.settings.move_time_max + self.settings.grace
+        asked = time.monotonic()
+        try:
+            answer = await self._request(side, "getAIMove", GetAIMoveParams(ply=game.ply), timeout=limit)
+        except errors.BadResult as exc:  # not even a move on the board
+            raise _Forfeit(side, "forfeit_illegal_move", str(exc)) from None
+        except errors.RpcError as exc:
+            raise _Forfeit(side, "forfeit_error", _error_detail("getAIMove", exc)) from None
+        finally:
+            self.think[side] += time.monotonic() - asked
+        assert isinstance(answer, MoveModel)
+        move = Move(answer.frm, answer.to)
+        try:
+            played = game.play(move)
+        except IllegalMove as exc:
+            raise _Forfeit(side, "forfeit_illegal_move", str(exc)) from None
+        self.record.moves.append(RecordedMove(
+            side=str(side), move=str(move), outcome=played.outcome,
+            attacker=played.attacker.label if played.attacker is not None else None,
+            defender=played.defender.label if played.defender is not None else None,
+        ))
+        report = MoveReport.of(move.frm, move.to, played.attacker, played.defender, played.outcome)
+        await _all_or_forfeits(
+            self._inform(side, "submitAIMoveResult", report),
+            self._inform(side.other, "submitOpponentMove", report),
+        )
+        if self.on_move is not None:
+            await self.on_move(game, played)
+
+    # --- the end -------------------------------------------------------------------------------------------
+
+    async def _announce_end(self, result: GameResult) -> None:
+        params = GameOverParams(
+            game_id=self.game_id, winner=result.winner, reason=result.reason, plies=result.plies,
+            red_score=result.score(Side.RED), blue_score=result.score(Side.BLUE),
+            red_setup=self.setups[Side.RED], blue_setup=self.setups[Side.BLUE], detail=result.detail,
+        )
+        for session in self.players.values():
+            with contextlib.suppress(errors.ProtocolError):
+                await session.endpoint.notify("gameOver", params)
+
+    def _finish_record(self, result: GameResult) -> None:
+        self.record.red.setup = _setup_labels(self.setups[Side.RED])
+        self.record.blue.setup = _setup_labels(self.setups[Side.BLUE])
+        self.record.result = {
+            "winner": str(result.winner) if result.winner is not None else None,
+            "reason": result.reason, "plies": result.plies,
+            "forfeits": sorted(str(s) for s in result.forfeits),
+            "scores": {"red": result.score(Side.RED), "blue": result.score(Side.BLUE)},
+            **({"detail": result.detail} if result.detail else {}),
+        }
+        result.record = self.record
+        records_dir = self.settings.records_dir
+        if records_dir is not None:
+            records_dir.mkdir(parents=True, exist_ok=True)
+            path = records_dir / f"{_safe_file_name(self.game_id)}.json"
+            self.record.save(path)
+            result.record_path = path

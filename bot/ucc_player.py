@@ -1,0 +1,472 @@
+"""Play one game under the UCC 2012 manager (``perspecto ucc``): referee lines on stdin, answers on stdout.
+
+The bot keeps a ``Game`` view: its own pieces known, the opponent's hidden until fights reveal them. The
+opponent's moves and our own echoed moves are applied with the ranks the referee reports; the ten board
+rows sent before each of our moves are compared with that view, and a disagreement rebuilds the view from
+the rows (see docs/ucc.md). Only protocol lines go to stdout; logs go to stderr through structlog.
+
+A reader thread feeds stdin lines into a queue, so a ``QUIT`` that arrives while the engine is thinking
+still ends the process at once.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import queue
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import NoReturn, TextIO
+
+import structlog
+
+from bot.config import BotProfile
+from bot.engine_interface import MoveEngine, SearchBudget
+from bot.fallback_setup import fallback_setup
+from engine_ext.game import MAX_MOVE_LIMIT, Game, IllegalMove, Move, MoveResult, RulesOptions
+from engine_ext.pieces import Rank, Side
+from engine_ext.rulesets import CLASSIC, Square
+from protocol.ucc import (
+    BoardRow,
+    ColourLine,
+    MoveLine,
+    Outcome,
+    OutcomeKind,
+    QuitLine,
+    RefereeEvent,
+    StartLine,
+    Surrender,
+    UccMove,
+    UccProtocolError,
+    format_board_rows,
+    format_setup_lines,
+    parse_board_rows,
+    parse_referee_line,
+)
+
+log = structlog.get_logger()
+
+DEFAULT_MOVE_TIME = 2.0  # the referee's default -T
+RULESET = CLASSIC  # the referee plays the classic 10x10 game with 40 pieces a side
+
+# The referee enforces no repetition rule, but our own moves obey them (the engine sees these options).
+# Its draw comes after 5000 turns, so keep our view's own move limit out of the way.
+VIEW_OPTIONS = RulesOptions(ruleset=RULESET, move_limit=MAX_MOVE_LIMIT)
+_RELAXED_OPTIONS = RulesOptions(ruleset=RULESET, two_squares=None, more_squares=False, move_limit=MAX_MOVE_LIMIT)
+
+_EXPECTED_OUTCOME = {None: OutcomeKind.OK, "x": OutcomeKind.KILLS, "o": OutcomeKind.DIES, "xo": OutcomeKind.BOTHDIE}
+
+
+class _Stop(Exception):
+    """Ends the game loop with an exit code (QUIT, end of input, a fatal protocol error)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class _Phase(enum.Enum):
+    COLOUR = "colour"  # waiting for COLOUR OPPONENT WIDTH HEIGHT
+    TURN = "turn"  # waiting for START or the opponent's move
+    ROWS = "rows"  # our turn: waiting for the board rows before answering
+    ECHO = "echo"  # waiting for the echo of our move with its outcome
+    OVER = "over"  # the game has ended; waiting for QUIT
+
+
+def move_times(profile: BotProfile, move_time: float) -> tuple[float, float]:
+    """Soft and hard seconds for the engine under the referee's per-move limit ``move_time``."""
+    margin = min(profile.safety_margin, move_time / 4)  # Python start-up jitter and pipe latency
+    hard = max(0.05, min(profile.move_time_hard, move_time - margin))
+    soft = min(profile.move_time_soft, move_time / 2, hard)
+    return soft, hard
+
+
+def choose_setup(side: Side, rng: random.Random) -> dict[Square, Rank]:
+    """A setup from the setup library's generator; the fallback setup if the library is missing or fails."""
+    try:
+        from setups.generator import generate_setup  # optional: the bot must set up without the library
+
+        placement = generate_setup(RULESET, rng).placement(side)
+        RULESET.validate_setup(side, placement)
+        return placement
+    except Exception as exc:  # any failure of the library must not cost the game
+        log.warning("ucc.setup_library_failed", error=repr(exc))
+        return fallback_setup(RULESET, side, rng)
+
+
+def _read_lines(fd: int, sink: queue.Queue[tuple[str, object]]) -> None:
+    """Reader thread: raw reads on the descriptor (no buffered-file lock a daemon thread could hold at exit)."""
+    pending = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        pending += chunk
+        while b"\n" in pending:
+            raw, pending = pending.split(b"\n", 1)
+            sink.put(("line", raw.decode("utf-8", "replace").rstrip("\r")))
+    if pending.strip():
+        sink.put(("line", pending.decode("utf-8", "replace").rstrip("\r")))
+    sink.put(("eof", None))
+
+
+class UccPlayer:
+    """One game as a child process of the UCC referee; ``run`` returns the exit code."""
+
+    def __init__(
+        self,
+        engine: MoveEngine,
+        *,
+        move_time: float = DEFAULT_MOVE_TIME,
+        times: tuple[float, float] | None = None,
+        seed: int | None = None,
+        setup: Callable[[Side, random.Random], Mapping[Square, Rank]] = choose_setup,
+        profile_name: str = "",
+    ) -> None:
+        self.engine = engine
+        self.soft, self.hard = times or (move_time / 2, move_time * 0.85)
+        self._rng = random.Random(seed)
+        self._setup = setup
+        self.profile_name = profile_name or engine.name
+        self.colour: Side | None = None
+        self.opponent = ""
+        self.game: Game | None = None
+        self.phase = _Phase.COLOUR
+        self._rows: list[str] = []
+        self._pending: Move | None = None
+        self._lines: queue.Queue[tuple[str, object]] = queue.Queue()
+        self._backlog: deque[str] = deque()  # lines that arrived while the engine was thinking
+        self._think_id = 0
+        self._out: TextIO | None = None
+        self.stats = {"moves": 0, "fallback_moves": 0, "rebuilds": 0, "board_mismatches": 0}
+
+    # --- I/O ----------------------------------------------------------------------------------------
+
+    def run(self, in_fd: int, out: TextIO) -> int:
+        """Serve the referee until QUIT (0), end of input (0) or a fatal protocol error (1)."""
+        self._out = out
+        reader = threading.Thread(target=_read_lines, args=(in_fd, self._lines), name="ucc-stdin", daemon=True)
+        reader.start()
+        try:
+            while True:
+                line = self._next_line()
+                if line is None:
+                    log.info("ucc.eof", phase=self.phase.value, **self.stats)
+                    return 0
+                if not line.strip():
+                    continue
+                try:
+                    event = parse_referee_line(line)
+                except UccProtocolError as exc:
+                    log.error("ucc.bad_line", line=line, error=str(exc), phase=self.phase.value)
+                    return 1
+                for answer in self._handle(event):
+                    self._send(answer)
+        except _Stop as stop:
+            return stop.code
+
+    def _next_line(self) -> str | None:
+        if self._backlog:
+            return self._backlog.popleft()
+        while True:
+            kind, payload = self._lines.get()
+            if kind == "line":
+                assert isinstance(payload, str)
+                return payload
+            if kind == "eof":
+                return None
+            # an engine result that came too late: already replaced by a fallback move
+
+    def _send(self, line: str) -> None:
+        assert self._out is not None
+        try:
+            self._out.write(line + "\n")
+            self._out.flush()  # the referee waits for each line
+        except (BrokenPipeError, ValueError):  # the referee has gone; nobody reads any more
+            log.info("ucc.output_closed", phase=self.phase.value)
+            raise _Stop(0) from None
+
+    # --- events -------------------------------------------------------------------------------------
+
+    def _handle(self, event: RefereeEvent) -> list[str]:
+        if isinstance(event, QuitLine):
+            log.info("ucc.quit", result=event.result, phase=self.phase.value, **self.stats)
+            raise _Stop(0)
+        if isinstance(event, ColourLine):
+            return self._on_colour(event)
+        if self.phase is _Phase.COLOUR:
+            self._fatal("expected the colour line first", event)
+        if isinstance(event, StartLine):
+            return self._on_start(event)
+        if isinstance(event, MoveLine):
+            return self._on_move(event)
+        return self._on_row(event)
+
+    def _fatal(self, why: str, event: RefereeEvent | None = None) -> NoReturn:
+        log.error("ucc.protocol_error", error=why, line=event.format() if event else None, phase=self.phase.value)
+        raise _Stop(1)
+
+    def _on_colour(self, event: ColourLine) -> list[str]:
+        if self.phase is not _Phase.COLOUR:
+            self._fatal("a second colour line", event)
+        if (event.width, event.height) != (RULESET.width, RULESET.height):
+            self._fatal(f"a {event.width}x{event.height} board; only {RULESET.width}x{RULESET.height} is supported")
+        self.colour, self.opponent = event.colour, event.opponent
+        placement = dict(self._setup(event.colour, self._rng))
+        RULESET.validate_setup(event.colour, placement)
+        # Classic fills all 40 squares of a side's setup rows, so the opponent's pieces stand on exactly
+        # those squares; the board rows check this before our first move.
+        hidden = dict.fromkeys(RULESET.setup_squares(event.colour.other), Rank.UNKNOWN)
+        red, blue = (placement, hidden) if event.colour == Side.RED else (hidden, placement)
+        self.game = Game(VIEW_OPTIONS, red, blue)
+        lines = format_setup_lines(placement, event.colour)
+        log.info("ucc.game", colour=str(event.colour), opponent=event.opponent, profile=self.profile_name,
+                 engine=self.engine.name, setup=lines, soft=self.soft, hard=self.hard)
+        self.phase = _Phase.TURN
+        return lines
+
+    def _on_start(self, event: StartLine) -> list[str]:
+        game = self._view()
+        if self.phase is not _Phase.TURN or self.colour != Side.RED or game.ply != 0:
+            self._fatal("START is only for RED's first move", event)
+        self.phase = _Phase.ROWS
+        return []
+
+    def _on_move(self, event: MoveLine) -> list[str]:
+        assert self.colour is not None
+        if self.phase is _Phase.TURN:
+            self._apply(event, self.colour.other)
+            if self.phase is not _Phase.OVER:
+                self.phase = _Phase.ROWS
+        elif self.phase is _Phase.ECHO:
+            assert self._pending is not None
+            try:
+                echoed = event.move.to_move(RULESET)
+            except UccProtocolError as exc:
+                self._fatal(str(exc), event)
+            if echoed != self._pending:
+                self._fatal(f"the echo is not our move {UccMove.from_move(self._pending)}", event)
+            if event.outcome.kind is OutcomeKind.ILLEGAL:
+                log.error("ucc.illegal", move=event.move.format(), ours=str(self._pending), board=self._render())
+                raise _Stop(1)
+            self._pending = None
+            self.phase = _Phase.TURN
+            self._apply(event, self.colour)
+        elif self.phase is _Phase.OVER:
+            log.info("ucc.after_end", line=event.format())
+        else:
+            self._fatal("a move line now", event)
+        return []
+
+    def _on_row(self, event: BoardRow) -> list[str]:
+        self._rows.append(event.cells)
+        if len(self._rows) < RULESET.height:
+            return []
+        rows, self._rows = self._rows, []
+        if self.phase is _Phase.OVER:
+            return []
+        self._check_board(rows)
+        if self.phase is not _Phase.ROWS:
+            return []
+        answer = self._think()
+        if isinstance(answer, Surrender):
+            self.phase = _Phase.OVER
+            log.info("ucc.surrender", ply=self._view().ply)
+            return [answer.format()]
+        self._pending = answer
+        self.phase = _Phase.ECHO
+        self.stats["moves"] += 1
+        return [UccMove.from_move(answer).format()]
+
+    # --- the view -----------------------------------------------------------------------------------
+
+    def _view(self) -> Game:
+        assert self.game is not None
+        return self.game
+
+    def _render(self) -> str:
+        return self._view().render("american", viewer=self.colour)
+
+    def _apply(self, event: MoveLine, mover: Side) -> None:
+        """Apply a reported move with its outcome; the view's own rules yield to the referee's word."""
+        game = self._view()
+        outcome = event.outcome
+        who = "own" if mover == self.colour else "opponent"
+        if outcome.kind is OutcomeKind.ILLEGAL or outcome.ends_game:
+            log.info("ucc.game_end", move=event.move.format(), outcome=outcome.format(), mover=who)
+            self.phase = _Phase.OVER
+            return
+        try:
+            move = event.move.to_move(RULESET)
+        except UccProtocolError as exc:
+            self._fatal(str(exc), event)
+        attacker, defender = outcome.attacker, outcome.defender
+        try:
+            result: MoveResult | None = game.play_observed(move, attacker, defender)
+        except IllegalMove as exc:
+            result = self._apply_relaxed(move, outcome, mover, exc)
+        if result is not None and _EXPECTED_OUTCOME.get(result.outcome) is not outcome.kind:
+            log.warning("ucc.outcome_mismatch", move=str(move), reported=outcome.format(), computed=result.outcome)
+        log.debug("ucc.moved", mover=who, move=event.move.format(), ours=str(move), outcome=outcome.format())
+
+    def _apply_relaxed(self, move: Move, outcome: Outcome, mover: Side, error: IllegalMove) -> MoveResult | None:
+        """The referee allows what the repetition rules forbid; failing that, the view must be wrong."""
+        game = self._view()
+        game.options = _RELAXED_OPTIONS
+        try:
+            result = game.play_observed(move, outcome.attacker, outcome.defender)
+        except IllegalMove:
+            result = None
+        finally:
+            game.options = VIEW_OPTIONS
+        if result is not None:
+            log.info("ucc.repetition_allowed", move=str(move), mover=str(mover), rule=str(error))
+            return result
+        log.warning("ucc.view_disagrees", move=str(move), outcome=outcome.format(), error=str(error),
+                    board=self._render())
+        self._apply_by_hand(move, outcome, mover)
+        return None
+
+    def _apply_by_hand(self, move: Move, outcome: Outcome, mover: Side) -> None:
+        """Put the reported result on the board ourselves and start a fresh view from it."""
+        pieces = self._view().pieces()
+        piece = pieces.pop(move.frm, None)
+        target = pieces.pop(move.to, None)
+        if piece is None:
+            piece = (mover, Rank.UNKNOWN)  # our view lost this piece; the board rows will tell
+        if outcome.kind is OutcomeKind.OK:
+            if piece[1] == Rank.UNKNOWN and move.distance > 1:
+                piece = (piece[0], Rank.SCOUT)
+            pieces[move.to] = piece
+        elif outcome.kind is OutcomeKind.KILLS and outcome.attacker is not None:
+            pieces[move.to] = (piece[0], outcome.attacker)
+        elif outcome.kind is OutcomeKind.DIES and outcome.defender is not None:
+            pieces[move.to] = (target[0] if target else piece[0].other, outcome.defender)
+        self._rebuild(pieces, mover.other)
+
+    def _rebuild(self, pieces: Mapping[Square, tuple[Side, Rank]], side_to_move: Side) -> None:
+        """A fresh view of these pieces (the repetition histories start again)."""
+        red = {sq: rank for sq, (side, rank) in pieces.items() if side == Side.RED}
+        blue = {sq: rank for sq, (side, rank) in pieces.items() if side == Side.BLUE}
+        self.game = Game(VIEW_OPTIONS, red, blue, side_to_move=side_to_move, validate_setups=False)
+        self.stats["rebuilds"] += 1
+
+    def _check_board(self, rows: list[str]) -> None:
+        """Compare the referee's rows with our view; on a mismatch the rows win (own pieces exactly, enemy
+        squares as shown, keeping the ranks we know of enemy pieces still on their squares)."""
+        assert self.colour is not None
+        game = self._view()
+        try:
+            board = parse_board_rows(rows, RULESET)
+        except UccProtocolError as exc:
+            log.warning("ucc.bad_board", error=str(exc), rows=rows)
+            return
+        ours = format_board_rows(game.pieces(), self.colour, RULESET)
+        theirs = [row.replace("*", "#") for row in rows]
+        if ours == theirs:
+            return
+        self.stats["board_mismatches"] += 1
+        log.warning("ucc.board_mismatch", ply=game.ply, ours=ours, referee=theirs)
+        enemy = self.colour.other
+        pieces: dict[Square, tuple[Side, Rank]] = {sq: (self.colour, rank) for sq, rank in board.own.items()}
+        for sq in board.enemy:
+            known = game.piece_at(sq)
+            pieces[sq] = (enemy, known[1]) if known is not None and known[0] == enemy else (enemy, Rank.UNKNOWN)
+        to_move = self.colour if self.phase is _Phase.ROWS else enemy
+        self._rebuild(pieces, to_move)
+
+    # --- thinking -----------------------------------------------------------------------------------
+
+    def _think(self) -> Move | Surrender:
+        game = self._view()
+        legal = game.legal_moves()
+        if not legal:
+            # Only repetition (or our view's own end of game) forbids every move; the referee does not.
+            loose = [game.move_of(code) for code in game.position.moves(True)]
+            if not loose:
+                return Surrender()
+            self.stats["fallback_moves"] += 1
+            move = self._rng.choice(loose)
+            log.warning("ucc.no_rule_abiding_move", move=str(move), ply=game.ply, result=str(game.result))
+            return move
+        budget = SearchBudget.starting_now(self.soft, self.hard)
+        self._think_id += 1
+        think_id = self._think_id
+        started = time.monotonic()
+
+        def work(view: Game) -> None:
+            try:
+                answer: object = self.engine.choose_move(view, budget)
+            except Exception as exc:  # reported to the game loop, which falls back
+                answer = exc
+            self._lines.put(("engine", (think_id, answer)))
+
+        threading.Thread(target=work, args=(game.copy(),), name="ucc-engine", daemon=True).start()
+        reason = ""
+        try:
+            while True:
+                timeout = budget.remaining(hard=True)
+                if timeout <= 0:
+                    reason = f"no move within {self.hard:.2f} s"
+                    break
+                try:
+                    kind, payload = self._lines.get(timeout=timeout)
+                except queue.Empty:
+                    continue
+                if kind == "eof":
+                    log.info("ucc.eof", phase=self.phase.value, thinking=True, **self.stats)
+                    raise _Stop(0)
+                if kind == "line":
+                    assert isinstance(payload, str)
+                    self._line_while_thinking(payload)
+                    continue
+                assert isinstance(payload, tuple)
+                got_id, answer = payload
+                if got_id != think_id:
+                    continue  # a stale answer from an earlier, abandoned search
+                if isinstance(answer, Move) and answer in legal:
+                    log.debug("ucc.think", move=str(answer), seconds=round(time.monotonic() - started, 3))
+                    return answer
+                reason = f"engine failed: {answer!r}" if isinstance(answer, Exception) else (
+                    f"engine chose {answer}, which is not legal")
+                break
+        finally:
+            budget.stop.set()
+        self.stats["fallback_moves"] += 1
+        move = self._rng.choice(legal)
+        log.warning("ucc.fallback_move", reason=reason, move=str(move), ply=game.ply,
+                    seconds=round(time.monotonic() - started, 3))
+        return move
+
+    def _line_while_thinking(self, line: str) -> None:
+        """The referee speaks while we think: QUIT ends the game now, anything else waits its turn."""
+        try:
+            event = parse_referee_line(line)
+        except UccProtocolError:
+            event = None
+        if isinstance(event, QuitLine):
+            log.info("ucc.quit", result=event.result, phase=self.phase.value, thinking=True, **self.stats)
+            raise _Stop(0)
+        if line.strip():
+            log.warning("ucc.line_while_thinking", line=line)
+            self._backlog.append(line)
+
+
+def run_ucc(
+    profile: BotProfile,
+    *,
+    move_time: float = DEFAULT_MOVE_TIME,
+    seed: int | None = None,
+    in_fd: int = 0,
+    out: TextIO,
+) -> int:
+    """Play one UCC game with ``profile``'s engine, reading the referee from ``in_fd``; the exit code."""
+    engine = profile.create_engine(seed)
+    player = UccPlayer(engine, times=move_times(profile, move_time), seed=seed, profile_name=profile.name)
+    return player.run(in_fd, out)

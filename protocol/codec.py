@@ -1,0 +1,344 @@
+"""A sans-I/O JSON-RPC 2.0 codec for newline-delimited UTF-8 messages.
+
+Bytes go in through ``feed`` and come out as typed events; outgoing messages come back as bytes that the
+caller writes to whatever transport it has (TCP now, MQTT later). The codec owns the things every
+transport needs the same way: line framing with a bounded length, request ids, matching answers to calls,
+validation of params and results against the method tables, and error objects with the documented codes.
+It never raises on input: whatever the peer sends becomes an event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from protocol.errors import (
+    InvalidParams,
+    InvalidRequest,
+    LineTooLong,
+    MethodNotFound,
+    ParseError,
+    RpcError,
+)
+from protocol.messages import BOT_TO_HOST, HOST_TO_BOT, MethodSpec
+
+RequestId = int | str
+DEFAULT_MAX_LINE = 64 * 1024
+
+
+@dataclass(frozen=True)
+class IncomingRequest:
+    id: RequestId
+    method: str
+    params: BaseModel
+
+
+@dataclass(frozen=True)
+class IncomingNotification:
+    method: str
+    params: BaseModel
+
+
+@dataclass(frozen=True)
+class IncomingResult:
+    id: RequestId
+    method: str
+    result: BaseModel
+
+
+@dataclass(frozen=True)
+class IncomingError:
+    """The peer answered with an error object; ``id`` is None for an error about a line it could not read."""
+
+    id: RequestId | None
+    method: str | None
+    error: RpcError
+
+
+@dataclass(frozen=True)
+class BadResult:
+    """The peer answered our call with a result that does not validate."""
+
+    id: RequestId
+    method: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class LateResponse:
+    """An answer to a call we stopped waiting for (``forget``); harmless, worth a log line."""
+
+    id: RequestId
+    method: str
+
+
+@dataclass(frozen=True)
+class InvalidMessage:
+    """A line we could not accept. ``reply`` is True when the peer is owed an error answer (``error_bytes``
+    builds it): a request, or a line too broken to tell (answered with id null)."""
+
+    id: RequestId | None
+    error: RpcError
+    reply: bool
+
+
+Event = (
+    IncomingRequest | IncomingNotification | IncomingResult | IncomingError | BadResult | LateResponse
+    | InvalidMessage
+)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _validation_detail(err: ValidationError) -> str:
+    """One line per problem, each naming the field: pydantic's own messages without the URL noise."""
+    parts = []
+    for e in err.errors(include_url=False):
+        loc = ".".join(str(p) for p in e["loc"])
+        msg = e["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)
+
+
+def _is_id(value: object) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+class Codec:
+    """One connection's JSON-RPC state: ``incoming`` names the methods the peer may call on us,
+    ``outgoing`` the methods we call on the peer."""
+
+    def __init__(
+        self,
+        incoming: Mapping[str, MethodSpec],
+        outgoing: Mapping[str, MethodSpec],
+        *,
+        max_line: int = DEFAULT_MAX_LINE,
+    ) -> None:
+        self.incoming = incoming
+        self.outgoing = outgoing
+        self.max_line = max_line
+        self._buffer = bytearray()
+        self._discarding = False  # inside an oversized line: drop bytes up to its newline
+        self._next_id = 1
+        self._pending: dict[RequestId, str] = {}
+        self._forgotten: dict[RequestId, str] = {}
+
+    # --- outgoing ------------------------------------------------------------------------------------
+
+    def request(self, method: str, params: BaseModel) -> tuple[RequestId, bytes]:
+        spec = self._outgoing_spec(method, params)
+        if spec.is_notification:
+            raise ValueError(f"{method} is a notification: use notification()")
+        request_id = self._next_id
+        self._next_id += 1
+        self._pending[request_id] = method
+        return request_id, self._encode(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": _dump(params)}
+        )
+
+    def notification(self, method: str, params: BaseModel) -> bytes:
+        spec = self._outgoing_spec(method, params)
+        if not spec.is_notification:
+            raise ValueError(f"{method} is a request: use request()")
+        return self._encode({"jsonrpc": "2.0", "method": method, "params": _dump(params)})
+
+    def result_bytes(self, request_id: RequestId, result: BaseModel) -> bytes:
+        return self._encode({"jsonrpc": "2.0", "id": request_id, "result": _dump(result)})
+
+    def error_bytes(self, request_id: RequestId | None, error: RpcError) -> bytes:
+        return self._encode({"jsonrpc": "2.0", "id": request_id, "error": error.to_object()})
+
+    def forget(self, request_id: RequestId) -> None:
+        """Stop waiting for an answer (the caller timed out); a late answer becomes ``LateResponse``."""
+        method = self._pending.pop(request_id, None)
+        if method is not None:
+            self._forgotten[request_id] = method
+
+    @property
+    def pending(self) -> Mapping[RequestId, str]:
+        return dict(self._pending)
+
+    def _outgoing_spec(self, method: str, params: BaseModel) -> MethodSpec:
+        spec = self.outgoing.get(method)
+        if spec is None:
+            raise ValueError(f"{method!r} is not a method this side sends")
+        if not isinstance(params, spec.params):
+            raise TypeError(f"{method} takes {spec.params.__name__}, not {type(params).__name__}")
+        return spec
+
+    def _encode(self, message: dict[str, Any]) -> bytes:
+        data = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+        if len(data) > self.max_line:
+            raise ValueError(f"outgoing message of {len(data)} bytes exceeds the {self.max_line}-byte limit")
+        return data
+
+    # --- incoming ------------------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Take bytes as they arrive; return the events of every complete line."""
+        events: list[Event] = []
+        start = 0
+        while True:
+            newline = data.find(b"\n", start)
+            if newline < 0:
+                break
+            chunk = data[start:newline]
+            start = newline + 1
+            if self._discarding:
+                self._discarding = False
+                continue
+            if len(self._buffer) + len(chunk) > self.max_line:
+                self._buffer.clear()
+                events.append(self._too_long())
+                continue
+            self._buffer += chunk
+            line = bytes(self._buffer)
+            self._buffer.clear()
+            event = self._decode_line(line)
+            if event is not None:
+                events.append(event)
+        rest = data[start:]
+        if not self._discarding and rest:
+            if len(self._buffer) + len(rest) > self.max_line:
+                # Report now rather than at the newline, so a peer that never sends one still hears why.
+                self._buffer.clear()
+                self._discarding = True
+                events.append(self._too_long())
+            else:
+                self._buffer += rest
+        return events
+
+    def eof(self) -> list[Event]:
+        """The stream ended: a last line without its newline still counts."""
+        if self._discarding or not self._buffer:
+            self._discarding = False
+            self._buffer.clear()
+            return []
+        line = bytes(self._buffer)
+        self._buffer.clear()
+        event = self._decode_line(line)
+        return [event] if event is not None else []
+
+    def _too_long(self) -> InvalidMessage:
+        return InvalidMessage(None, LineTooLong(f"line longer than {self.max_line} bytes"), reply=True)
+
+    def _decode_line(self, line: bytes) -> Event | None:
+        line = line.strip()
+        if not line:
+            return None  # blank lines are keep-alives
+        try:
+            message = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+        except UnicodeDecodeError:
+            return InvalidMessage(None, ParseError("line is not UTF-8"), reply=True)
+        except (ValueError, RecursionError) as exc:
+            return InvalidMessage(None, ParseError(f"not JSON: {exc}"), reply=True)
+        if isinstance(message, list):
+            return InvalidMessage(None, InvalidRequest("batches are not supported"), reply=True)
+        if not isinstance(message, dict):
+            return InvalidMessage(None, InvalidRequest("a message is a JSON object"), reply=True)
+        if message.get("jsonrpc") != "2.0":
+            msg_id = message.get("id")
+            looks_like_response = "method" not in message and ("result" in message or "error" in message)
+            return InvalidMessage(
+                msg_id if _is_id(msg_id) else None, InvalidRequest('"jsonrpc" must be "2.0"'),
+                reply=not looks_like_response,
+            )
+        if "method" in message:
+            return self._decode_call(message)
+        return self._decode_response(message)
+
+    def _decode_call(self, message: dict[str, Any]) -> Event:
+        has_id = "id" in message
+        msg_id = message.get("id")
+        method = message["method"]
+        extra = set(message) - {"jsonrpc", "method", "params", "id"}
+        if has_id and not _is_id(msg_id):
+            return InvalidMessage(None, InvalidRequest("id must be a string or an integer"), reply=True)
+        reply_id: RequestId | None = msg_id if has_id else None
+        if extra:
+            return InvalidMessage(
+                reply_id, InvalidRequest(f"unexpected member(s): {', '.join(sorted(extra))}"), reply=has_id
+            )
+        if not isinstance(method, str):
+            return InvalidMessage(reply_id, InvalidRequest("method must be a string"), reply=has_id)
+        spec = self.incoming.get(method)
+        if spec is None:
+            return InvalidMessage(reply_id, MethodNotFound(f"unknown method {method!r}"), reply=has_id)
+        if has_id == spec.is_notification:
+            kind = "a notification (no id)" if spec.is_notification else "a request (with an id)"
+            return InvalidMessage(reply_id, InvalidRequest(f"{method} must be sent as {kind}"), reply=has_id)
+        params = message.get("params", {})
+        if not isinstance(params, dict):
+            error = InvalidParams(f"{method}: params must be an object")
+            return InvalidMessage(reply_id, error, reply=has_id)
+        try:
+            model = spec.params.model_validate(params)
+        except ValidationError as exc:
+            return InvalidMessage(
+                reply_id, InvalidParams(f"{method}: {_validation_detail(exc)}"), reply=has_id
+            )
+        if reply_id is None:
+            return IncomingNotification(method, model)
+        return IncomingRequest(reply_id, method, model)
+
+    def _decode_response(self, message: dict[str, Any]) -> Event:
+        msg_id = message.get("id")
+        extra = set(message) - {"jsonrpc", "id", "result", "error"}
+        has_result, has_error = "result" in message, "error" in message
+        # Never answer a response: two peers must not trade errors about errors forever.
+        bad_id = "id" not in message or (msg_id is not None and not _is_id(msg_id))
+        if bad_id or extra or has_result == has_error:
+            return InvalidMessage(None, InvalidRequest("malformed response"), reply=False)
+        if msg_id is None:
+            if not has_error:
+                return InvalidMessage(None, InvalidRequest("a result needs an id"), reply=False)
+            return IncomingError(None, None, self._error_object(message["error"]))
+        method = self._pending.pop(msg_id, None)
+        if method is None:
+            late = self._forgotten.pop(msg_id, None)
+            if late is not None:
+                return LateResponse(msg_id, late)
+            return InvalidMessage(msg_id, InvalidRequest(f"answer to unknown id {msg_id!r}"), reply=False)
+        if has_error:
+            return IncomingError(msg_id, method, self._error_object(message["error"]))
+        result_model = self.outgoing[method].result
+        assert result_model is not None  # only requests are pending
+        result = message["result"]
+        if not isinstance(result, dict):
+            return BadResult(msg_id, method, "result must be an object")
+        try:
+            return IncomingResult(msg_id, method, result_model.model_validate(result))
+        except ValidationError as exc:
+            return BadResult(msg_id, method, _validation_detail(exc))
+
+    @staticmethod
+    def _error_object(obj: object) -> RpcError:
+        if (
+            isinstance(obj, dict)
+            and isinstance(obj.get("code"), int)
+            and not isinstance(obj.get("code"), bool)
+            and isinstance(obj.get("message"), str)
+        ):
+            return RpcError.from_object(obj["code"], obj["message"], obj.get("data"))
+        return InvalidRequest(f"malformed error object: {str(obj)[:200]}")
+
+
+def _dump(model: BaseModel) -> Any:
+    return model.model_dump(mode="json", by_alias=True)
+
+
+def bot_codec(*, max_line: int = DEFAULT_MAX_LINE) -> Codec:
+    """The bot's end: it receives the API calls and sends hello."""
+    return Codec(HOST_TO_BOT, BOT_TO_HOST, max_line=max_line)
+
+
+def host_codec(*, max_line: int = DEFAULT_MAX_LINE) -> Codec:
+    """The host's end: it receives hello and sends the API calls."""
+    return Codec(BOT_TO_HOST, HOST_TO_BOT, max_line=max_line)

@@ -1,0 +1,394 @@
+"""The Stratego AI API as JSON-RPC messages: one params model and one result model per method.
+
+Squares are written A1..J10 (columns from A, rows from 1 on red's side), ranks by name (``marshal``,
+``bomb``), sides as ``red``/``blue``. Field names are camelCase on the wire. Every model forbids unknown
+fields and validates strictly (no ``"5"`` for 5, no ``1`` for true), so a bad message gets a precise
+``-32602`` naming the field instead of a guess. docs/protocol.md is the reference for all of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    RootModel,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from engine_ext.game import MAX_MOVE_LIMIT
+from engine_ext.pieces import ATTACKER_WINS, BOTH_DIE, Rank, Side, combat
+from engine_ext.rulesets import RULESETS, Square
+
+# major.minor: a bot and a host talk when the majors match. A minor version only adds methods,
+# options and notifications, which an older peer answers with -32601/-32602 without harm.
+PROTOCOL_VERSION = "1.0"
+
+
+def protocol_major(version: str) -> int:
+    return int(version.split(".", 1)[0])
+
+
+def protocol_compatible(version: str) -> bool:
+    return protocol_major(version) == protocol_major(PROTOCOL_VERSION)
+
+
+# --- field types -------------------------------------------------------------------------------------
+
+
+def _square(value: object) -> Square:
+    if isinstance(value, Square):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("a square is a string like 'A1'")
+    return Square.parse(value)
+
+
+def _rank(value: object) -> Rank:
+    if isinstance(value, Rank) and value != Rank.UNKNOWN:
+        return value
+    if not isinstance(value, str):
+        raise ValueError("a rank is a name like 'marshal'")
+    name = value.strip().upper()
+    # Names only: symbols differ between the American and European conventions.
+    if name not in Rank.__members__ or name == "UNKNOWN":
+        known = ", ".join(r.label for r in Rank if r != Rank.UNKNOWN)
+        raise ValueError(f"unknown rank {value!r} (known: {known})")
+    return Rank[name]
+
+
+def _side(value: object) -> Side:
+    if isinstance(value, Side):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("a side is 'red' or 'blue'")
+    return Side.parse(value)
+
+
+SquareField = Annotated[
+    Square,
+    PlainValidator(_square),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"type": "string", "pattern": "^[A-La-l](1[0-2]|[1-9])$"}),
+]
+RankField = Annotated[
+    Rank,
+    PlainValidator(_rank),
+    PlainSerializer(lambda r: r.label, return_type=str),
+    WithJsonSchema({"type": "string", "enum": [r.label for r in Rank if r != Rank.UNKNOWN]}),
+]
+SideField = Annotated[
+    Side,
+    PlainValidator(_side),
+    PlainSerializer(str, return_type=str),
+    WithJsonSchema({"type": "string", "enum": ["red", "blue"]}),
+]
+Outcome = Literal["x", "o", "xo"]
+Setup = dict[SquareField, RankField]
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, strict=True
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class Ack(WireModel):
+    """The empty result ``{}`` of calls that only inform the receiver."""
+
+
+# --- session -----------------------------------------------------------------------------------------
+
+
+class HelloParams(WireModel):
+    name: str = Field(min_length=1, max_length=64)
+    version: str = Field(max_length=64)
+    protocol: str = Field(pattern=r"^\d{1,4}\.\d{1,4}$")
+    token: str | None = Field(default=None, max_length=256)
+
+
+class HelloResult(WireModel):
+    host: str
+    version: str
+    protocol: str
+    session: str
+
+
+class NotificationModel(WireModel):
+    """Notifications are never answered, so a peer cannot be told about a field it does not know: they
+    ignore unknown fields, which lets a minor version add optional ones."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class GoodbyeParams(NotificationModel):
+    reason: str
+
+
+# --- setGameOption: one option a call, told apart by ``option`` --------------------------------------
+
+
+def _known_ruleset(name: str) -> str:
+    if name.lower() not in RULESETS:
+        raise ValueError(f"unknown ruleset {name!r} (known: {', '.join(RULESETS)})")
+    return name.lower()
+
+
+class GameIdOption(WireModel):
+    option: Literal["gameId"]
+    value: str = Field(min_length=1, max_length=128)
+
+
+class ColourOption(WireModel):
+    option: Literal["colour"]
+    value: SideField
+
+
+class OpponentOption(WireModel):
+    option: Literal["opponent"]
+    value: str = Field(min_length=1, max_length=64)
+
+
+class RulesetOption(WireModel):
+    option: Literal["ruleset"]
+    value: Annotated[str, AfterValidator(_known_ruleset)]
+
+
+class RangeAttacksOption(WireModel):
+    option: Literal["rangeAttacks"]
+    value: bool
+
+
+class TwoSquaresOption(WireModel):
+    """The two-squares limit (5 in the tournament); null turns the rule off."""
+
+    option: Literal["twoSquares"]
+    value: int | None = Field(ge=1, le=50)
+
+
+class MoreSquaresOption(WireModel):
+    option: Literal["moreSquares"]
+    value: bool
+
+
+class MoveLimitOption(WireModel):
+    option: Literal["moveLimit"]
+    value: int = Field(ge=1, le=MAX_MOVE_LIMIT)
+
+
+class MoveTimeMaxOption(WireModel):
+    """Seconds the host waits for one getAIMove answer before it forfeits the bot."""
+
+    option: Literal["moveTimeMax"]
+    value: float = Field(gt=0, le=3600)
+
+
+class MoveTimeAverageOption(WireModel):
+    option: Literal["moveTimeAverage"]
+    value: float = Field(gt=0, le=3600)
+
+
+GameOption = Annotated[
+    GameIdOption
+    | ColourOption
+    | OpponentOption
+    | RulesetOption
+    | RangeAttacksOption
+    | TwoSquaresOption
+    | MoreSquaresOption
+    | MoveLimitOption
+    | MoveTimeMaxOption
+    | MoveTimeAverageOption,
+    Field(discriminator="option"),
+]
+
+
+class SetGameOptionParams(RootModel[GameOption]):
+    model_config = ConfigDict(frozen=True)
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+GAME_OPTION_NAMES = (
+    "gameId", "colour", "opponent", "ruleset", "rangeAttacks", "twoSquares", "moreSquares", "moveLimit",
+    "moveTimeMax", "moveTimeAverage",
+)
+
+
+# --- setup -------------------------------------------------------------------------------------------
+
+
+class CreateAISetupParams(WireModel):
+    pass
+
+
+class GetAISetupPieceParams(WireModel):
+    square: SquareField
+
+
+class GetAISetupPieceResult(WireModel):
+    """The rank on the square, or null for a square the setup leaves empty (Barrage)."""
+
+    rank: RankField | None
+
+
+class IllegalSetupParams(WireModel):
+    reason: str
+    attempts_left: int = Field(ge=0)
+
+
+class SetOpponentSetupPieceParams(WireModel):
+    square: SquareField
+
+
+# --- moves -------------------------------------------------------------------------------------------
+
+
+class GetAIMoveParams(WireModel):
+    ply: int = Field(ge=0)
+
+
+class MoveModel(WireModel):
+    frm: SquareField = Field(alias="from")
+    to: SquareField
+
+    @classmethod
+    def of(cls, frm: Square, to: Square) -> MoveModel:
+        return cls.model_validate({"from": frm, "to": to})
+
+
+def outcome_of(attacker: Rank, defender: Rank) -> Outcome:
+    result = combat(attacker, defender)
+    if result == ATTACKER_WINS:
+        return "x"
+    return "xo" if result == BOTH_DIE else "o"
+
+
+class MoveReport(WireModel):
+    """A move as played, with what the tournament rules reveal of an attack: both ranks and the outcome
+    (``x`` the attacker won, ``o`` it lost, ``xo`` both fell). A plain move carries none of the three."""
+
+    frm: SquareField = Field(alias="from")
+    to: SquareField
+    attacker: RankField | None = None
+    defender: RankField | None = None
+    outcome: Outcome | None = None
+
+    @classmethod
+    def of(
+        cls, frm: Square, to: Square, attacker: Rank | None = None, defender: Rank | None = None,
+        outcome: str | None = None,
+    ) -> Self:
+        return cls.model_validate(
+            {"from": frm, "to": to, "attacker": attacker, "defender": defender, "outcome": outcome}
+        )
+
+    @model_validator(mode="after")
+    def _attack_fields_agree(self) -> MoveReport:
+        given = [self.attacker is not None, self.defender is not None, self.outcome is not None]
+        if any(given) and not all(given):
+            raise ValueError("an attack gives attacker, defender and outcome together; a plain move none")
+        if self.attacker is not None and self.defender is not None:
+            if not self.attacker.movable:
+                raise ValueError(f"a {self.attacker.label} cannot attack")
+            expected = outcome_of(self.attacker, self.defender)
+            if self.outcome != expected:
+                raise ValueError(
+                    f"{self.attacker.label} attacking {self.defender.label} has outcome {expected!r}, "
+                    f"not {self.outcome!r}"
+                )
+        return self
+
+
+# Both reports of a played move share one shape.
+SubmitAIMoveResultParams = MoveReport
+SubmitOpponentMoveParams = MoveReport
+
+
+# --- end of a game -----------------------------------------------------------------------------------
+
+
+class GameOverParams(NotificationModel):
+    """Sent to both bots when a game ends; ``reason`` is one of END_REASONS, ``detail`` says more for a
+    forfeit. The setups are both full setups (empty if a side never gave a legal one)."""
+
+    game_id: str
+    winner: SideField | None
+    reason: str
+    plies: int = Field(ge=0)
+    red_score: int
+    blue_score: int
+    red_setup: Setup
+    blue_setup: Setup
+    detail: str | None = None
+
+
+END_REASONS = (
+    "flag",  # the flag was captured
+    "no_moves",  # the side to move had no legal move
+    "no_movable_pieces",  # neither side can move: a draw
+    "move_limit",  # the move limit was reached: a draw
+    "forfeit_crash",  # the bot disconnected or broke the protocol
+    "forfeit_timeout",  # no answer within the deadline
+    "forfeit_illegal_move",
+    "forfeit_illegal_setup",  # illegal twice: after illegalSetup, the second chance failed too
+    "forfeit_error",  # the bot answered a required call with an error
+)
+
+
+# --- the method tables ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    params: type[BaseModel]
+    result: type[BaseModel] | None  # None: a notification, never answered
+
+    @property
+    def is_notification(self) -> bool:
+        return self.result is None
+
+
+def _table(*specs: MethodSpec) -> Mapping[str, MethodSpec]:
+    return {spec.name: spec for spec in specs}
+
+
+# The eight tournament calls, in the order a game uses them.
+API_METHODS = (
+    "setGameOption", "createAISetup", "getAISetupPiece", "illegalSetup", "setOpponentSetupPiece",
+    "getAIMove", "submitAIMoveResult", "submitOpponentMove",
+)
+
+# What the host sends and the bot receives.
+HOST_TO_BOT: Mapping[str, MethodSpec] = _table(
+    MethodSpec("setGameOption", SetGameOptionParams, Ack),
+    MethodSpec("createAISetup", CreateAISetupParams, Ack),
+    MethodSpec("getAISetupPiece", GetAISetupPieceParams, GetAISetupPieceResult),
+    MethodSpec("illegalSetup", IllegalSetupParams, Ack),
+    MethodSpec("setOpponentSetupPiece", SetOpponentSetupPieceParams, Ack),
+    MethodSpec("getAIMove", GetAIMoveParams, MoveModel),
+    MethodSpec("submitAIMoveResult", SubmitAIMoveResultParams, Ack),
+    MethodSpec("submitOpponentMove", SubmitOpponentMoveParams, Ack),
+    MethodSpec("gameOver", GameOverParams, None),
+    MethodSpec("goodbye", GoodbyeParams, None),
+)
+
+# What the bot sends and the host receives.
+BOT_TO_HOST: Mapping[str, MethodSpec] = _table(
+    MethodSpec("hello", HelloParams, HelloResult),
+    MethodSpec("goodbye", GoodbyeParams, None),
+)

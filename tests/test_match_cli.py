@@ -1,0 +1,151 @@
+"""The match runner and the commands around it, run as a user would: ``python -m bot.cli ...``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.commands.replay import ReplayError, replay_positions
+from bot.host import GameResult, standings
+from bot.match import Contestant, MatchResult, contestants, result_summary, result_table
+from engine_ext.pieces import Side
+from engine_ext.record import GameRecord
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def perspecto(*args: str, cwd: Path = REPO, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_match_plays_alternating_colours_and_saves_replayable_records(tmp_path: Path) -> None:
+    run = perspecto("match", "random", "random", "--games", "3", "--move-limit", "120", "--seed", "5",
+                    "--records", str(tmp_path))
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert "random-a vs random-b: 3 games" in out
+    assert "plies a game: mean" in out and "ends:" in out
+    rows = [line for line in out.splitlines() if line.startswith("│ random-")]
+    assert len(rows) == 2
+    scores = [int(row.split("│")[7]) for row in rows]
+    wdl = [[int(row.split("│")[i]) for i in (3, 4, 5, 6)] for row in rows]
+    assert all(sum(counts) == 3 for counts in wdl)
+    assert sum(scores) in range(3 * 2, 3 * 7 + 1)  # each game gives 6+1 or 3+3 (or 6+0 for a forfeit)
+    records = sorted(tmp_path.glob("*.json"))
+    assert len(records) == 3
+    reds = [GameRecord.load(p).red.name for p in records]
+    assert reds == ["random-a", "random-b", "random-a"]
+    for path in records:
+        record = GameRecord.load(path)
+        assert len(list(replay_positions(record))) == len(record.moves) + 1
+        assert record.result is not None and record.result["plies"] == len(record.moves) <= 120
+    # each bot process logged to its own file
+    assert len(list((tmp_path / "logs").glob("*.log"))) == 2
+
+
+def test_the_same_seed_plays_the_same_game(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    folders = [tmp_path / "one", tmp_path / "two"]
+    runs = [  # side by side: the two matches share nothing but the seed
+        subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "match", "random", "random", "--games", "1", "--move-limit", "80",
+             "--seed", "11", "--records", str(folder), "--board-every", "1000"],
+            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        for folder in folders
+    ]
+    games = []
+    for folder, run in zip(folders, runs, strict=True):
+        _out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+        [path] = folder.glob("*.json")
+        record = GameRecord.load(path)
+        games.append((record.red.setup, record.blue.setup, [m.move for m in record.moves]))
+    assert games[0] == games[1] and len(games[0][2]) == 80
+
+
+Played = tuple[subprocess.CompletedProcess[str], Path]
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
+    """One ``perspecto play`` game of 30 plies, shared by the tests that read its output and its record."""
+    folder = tmp_path_factory.mktemp("play")
+    run = perspecto("play", "--move-limit", "30", "--seed", "2", "--records", str(folder), "--board-every", "10")
+    assert run.returncode == 0, run.stderr
+    [path] = folder.glob("*.json")
+    return run, path
+
+
+def test_play_shows_the_board_and_replay_shows_the_moves(played: Played) -> None:
+    run, path = played
+    # the board after the setups, every 10 plies and at the end: 30 plies -> 4 boards
+    assert run.stdout.count("  A   B   C   D   E   F   G   H   I   J") == 4
+    assert "draw (move limit)" in run.stdout
+    assert f"perspecto replay {path}" in run.stdout.replace("\n", "")
+
+    replay = perspecto("replay", str(path), "--every", "15")
+    assert replay.returncode == 0, replay.stderr
+    lines = replay.stdout.splitlines()
+    assert sum(1 for line in lines if line.strip().split(".")[0].isdigit()) == 30  # one line a move
+    assert "ply 30" in replay.stdout and "draw by move_limit after 30 plies" in replay.stdout
+
+    at = perspecto("replay", str(path), "--ply", "7")
+    assert at.returncode == 0 and "ply 7" in at.stdout
+
+
+def test_replay_refuses_a_record_that_breaks_the_rules(played: Played, tmp_path: Path) -> None:
+    data = json.loads(played[1].read_text())
+    data["moves"][4]["move"] = "A1-A2"
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ReplayError, match="ply 5"):
+        list(replay_positions(GameRecord.load(path)))
+    replay = perspecto("replay", str(path))
+    assert replay.returncode == 1 and "ply 5" in replay.stdout
+    assert perspecto("replay", str(tmp_path / "missing.json")).returncode == 2
+
+
+def test_no_command_plays_one_game(tmp_path: Path) -> None:
+    run = perspecto(cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "1 game" in run.stdout and "score" in run.stdout
+    assert len(list((tmp_path / "records").glob("*.json"))) == 1
+
+
+def test_bad_profiles_are_reported_before_anything_starts() -> None:
+    run = perspecto("match", "random", "nonesuch", "--games", "1")
+    assert run.returncode == 2 and "unknown profile 'nonesuch'" in run.stdout
+
+
+def test_result_table_and_standings_count_the_tournament_way() -> None:
+    a, b = contestants("random", "random", seed=1)
+    assert a.name != b.name and a.token != b.token
+
+    def game(winner: Side | None, reason: str, forfeits: frozenset[Side] = frozenset()) -> GameResult:
+        return GameResult(game_id="g", names={Side.RED: "x", Side.BLUE: "y"}, winner=winner, reason=reason,
+                          plies=10, forfeits=forfeits, seconds=1.0)
+
+    result = MatchResult(a, b, seconds=4.0)
+    result.games += [
+        (game(Side.RED, "flag"), Side.RED),  # A wins
+        (game(None, "move_limit"), Side.BLUE),  # draw
+        (game(Side.RED, "forfeit_timeout", frozenset({Side.BLUE})), Side.BLUE),  # A forfeits
+        (game(Side.BLUE, "no_moves"), Side.RED),  # A loses
+    ]
+    ta, tb = result.tally(a), result.tally(b)
+    assert (ta.wins, ta.draws, ta.losses, ta.forfeits, ta.score) == (1, 1, 1, 1, 6 + 3 + 0 + 1)
+    assert (tb.wins, tb.draws, tb.losses, tb.forfeits, tb.score) == (2, 1, 1, 0, 1 + 3 + 6 + 6)
+    assert result.reasons["flag"] == 1 and "1.00 games/s" in result_summary(result)
+    assert result_table(result).row_count == 2
+    table = standings([g for g, _ in result.games])
+    assert list(table) == ["x", "y"] and table["x"].games == 4
+    assert isinstance(a, Contestant)

@@ -1,0 +1,812 @@
+"""The UCC 2012 manager protocol: the codec, ``perspecto ucc`` under a scripted referee, and the adapter
+that runs a UCC program as an opponent (two ``perspecto ucc`` processes playing a whole game).
+
+The scripted referee here is written independently of protocol/ucc.py (its own letters, rows and move
+parsing) and judges with ``engine_ext.game.Game``, so the codec is checked against a second reading of
+the spec rather than against itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+import pytest
+import structlog
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.engine_interface import RandomEngine, SearchBudget
+from bot.ucc_opponent import UccOpponent, UccOpponentError, board_rows_for, move_line
+from bot.ucc_player import UccPlayer, move_times
+from engine_ext.game import Game, IllegalMove, Move, MoveResult, RulesOptions
+from engine_ext.pieces import Rank, Side
+from engine_ext.rulesets import CLASSIC, Square
+from protocol.ucc import (
+    BoardRow,
+    ColourLine,
+    Direction,
+    MoveLine,
+    Outcome,
+    OutcomeKind,
+    QuitLine,
+    StartLine,
+    Surrender,
+    UccMove,
+    UccProtocolError,
+    format_board_rows,
+    format_setup_lines,
+    from_square,
+    outcome_of,
+    parse_answer,
+    parse_board_rows,
+    parse_referee_line,
+    parse_setup_lines,
+    to_square,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+UCC_CMD = [sys.executable, "-m", "bot.cli", "ucc", "--profile", "random"]
+
+# --- the spec, read a second time (independent of protocol/ucc.py) -----------------------------------
+
+LETTER = {
+    Rank.MARSHAL: "1", Rank.GENERAL: "2", Rank.COLONEL: "3", Rank.MAJOR: "4", Rank.CAPTAIN: "5",
+    Rank.LIEUTENANT: "6", Rank.SERGEANT: "7", Rank.MINER: "8", Rank.SCOUT: "9", Rank.SPY: "s",
+    Rank.BOMB: "B", Rank.FLAG: "F",
+}
+RANK = {v: k for k, v in LETTER.items()}
+DELTA = {"UP": (0, -1), "DOWN": (0, 1), "LEFT": (-1, 0), "RIGHT": (1, 0)}
+ANSWER = re.compile(r"(\d) (\d) (UP|DOWN|LEFT|RIGHT)(?: (\d+))?")
+
+SPEC_RED_SETUP = ["FB8sB479B8", "BB31555583", "6724898974", "967B669999"]
+
+
+def spec_setup(lines: list[str], side: Side) -> dict[Square, Rank]:
+    """Setup lines go from the top of the board down: RED's back row (y 0) first, BLUE's front row
+    (y 6) first; UCC y is our row index."""
+    first_y = 0 if side == Side.RED else 6
+    return {Square(x, first_y + i): RANK[c] for i, line in enumerate(lines) for x, c in enumerate(line)}
+
+
+def spec_rows(game: Game, viewer: Side) -> list[str]:
+    rows = []
+    for y in range(10):
+        row = ""
+        for x in range(10):
+            sq = Square(x, y)
+            piece = game.piece_at(sq)
+            row += "+" if CLASSIC.is_lake(sq) else "." if piece is None else (
+                LETTER[piece[1]] if piece[0] == viewer else "#")
+        rows.append(row)
+    return rows
+
+
+def spec_move(answer: str) -> Move:
+    m = ANSWER.fullmatch(answer)
+    assert m, f"not an answer of the protocol: {answer!r}"
+    x, y, n = int(m[1]), int(m[2]), int(m[4] or 1)
+    dx, dy = DELTA[m[3]]
+    return Move(Square(x, y), Square(x + dx * n, y + dy * n))
+
+
+def spec_line(result: MoveResult) -> str:
+    (x0, y0), (x1, y1) = (result.move.frm.col, result.move.frm.row), (result.move.to.col, result.move.to.row)
+    word = "DOWN" if y1 > y0 else "UP" if y1 < y0 else "RIGHT" if x1 > x0 else "LEFT"
+    n = result.move.distance
+    text = f"{x0} {y0} {word}" + (f" {n}" if n > 1 else "")
+    if result.defender is None:
+        return f"{text} OK"
+    if result.defender == Rank.FLAG:
+        return f"{text} VICTORY_FLAG"
+    assert result.attacker is not None
+    kind = {"x": "KILLS", "o": "DIES", "xo": "BOTHDIE"}[result.outcome or ""]
+    return f"{text} {kind} {LETTER[result.attacker]} {LETTER[result.defender]}"
+
+
+# --- codec --------------------------------------------------------------------------------------------
+
+
+def test_referee_lines_parse() -> None:
+    assert parse_referee_line("RED ../agents/vixen/vixen.py 10 10") == ColourLine(
+        Side.RED, "../agents/vixen/vixen.py", 10, 10)
+    assert parse_referee_line("BLUE vixen 10 10\n") == ColourLine(Side.BLUE, "vixen")
+    assert parse_referee_line("START") == StartLine()
+    assert parse_referee_line("QUIT") == QuitLine()
+    assert parse_referee_line("QUIT RED wins") == QuitLine("RED wins")
+    assert parse_referee_line("0 3 DOWN OK") == MoveLine(UccMove(0, 3, Direction.DOWN), Outcome(OutcomeKind.OK))
+    assert parse_referee_line("9 6 UP 3 BOTHDIE 9 9") == MoveLine(
+        UccMove(9, 6, Direction.UP, 3), Outcome(OutcomeKind.BOTHDIE, Rank.SCOUT, Rank.SCOUT))
+    assert parse_referee_line("4 4 LEFT KILLS s 1").outcome == Outcome(  # type: ignore[union-attr]
+        OutcomeKind.KILLS, Rank.SPY, Rank.MARSHAL)
+    assert parse_referee_line("4 4 LEFT DIES 7 B").outcome == Outcome(  # type: ignore[union-attr]
+        OutcomeKind.DIES, Rank.SERGEANT, Rank.BOMB)
+    assert parse_referee_line("4 4 LEFT 1 OK") == parse_referee_line("4 4 LEFT OK")
+    flag = parse_referee_line("5 3 DOWN VICTORY_FLAG")
+    assert isinstance(flag, MoveLine) and flag.outcome.ends_game and not flag.outcome.is_combat
+    other = parse_referee_line("5 3 DOWN VICTORY_ATTRITION")
+    assert isinstance(other, MoveLine) and other.outcome.kind is OutcomeKind.OTHER_END
+    assert other.format() == "5 3 DOWN VICTORY_ATTRITION"
+    assert parse_referee_line("FB8sB479B8") == BoardRow("FB8sB479B8")
+    assert parse_referee_line("..++..++..") == BoardRow("..++..++..")
+    assert parse_referee_line("##########") == BoardRow("##########")
+    assert parse_referee_line("9999999999") == BoardRow("9999999999")
+
+
+@pytest.mark.parametrize("line", [
+    "RED vixen 10 10", "START", "QUIT", "QUIT BLUE", "0 3 DOWN OK", "9 6 UP 3 BOTHDIE 9 9",
+    "1 1 RIGHT KILLS 2 F", "7 7 LEFT DIES 8 B", "3 3 UP VICTORY_FLAG", "2 3 UP ILLEGAL", "#..9+F..s.",
+])
+def test_referee_lines_round_trip(line: str) -> None:
+    assert parse_referee_line(line).format() == line
+
+
+@pytest.mark.parametrize("line", [
+    "", "   ", "HELLO", "RED", "RED 10", "RED vixen ten 10", "0 3 SIDEWAYS OK", "0 3 DOWN", "0 3 DOWN KILLS",
+    "0 3 DOWN KILLS 1", "0 3 DOWN KILLS 1 2 3", "0 3 DOWN OK 1 2", "0 3 DOWN MAYBE", "a 3 DOWN OK",
+    "0 3 DOWN 0 OK", "0 3 DOWN KILLS X 1", "-1 3 DOWN OK", "12345678x9",
+])
+def test_malformed_referee_lines(line: str) -> None:
+    with pytest.raises(UccProtocolError):
+        parse_referee_line(line)
+
+
+def test_answers() -> None:
+    assert parse_answer("0 3 DOWN") == UccMove(0, 3, Direction.DOWN)
+    assert parse_answer("9 6 UP 3\n") == UccMove(9, 6, Direction.UP, 3)
+    assert parse_answer("SURRENDER") == Surrender()
+    for bad in ["", "0 3", "0 3 DOWN OK", "0 3 DOWN 3 4", "x 3 UP", "0 3 NORTH"]:
+        with pytest.raises(UccProtocolError):
+            parse_answer(bad)
+    with pytest.raises(UccProtocolError):
+        UccMove(0, 0, Direction.UP).to_move()  # off the top of the board
+
+
+@given(st.integers(0, 9), st.integers(0, 9), st.sampled_from(list(Direction)), st.integers(1, 9))
+def test_move_round_trip(x: int, y: int, direction: Direction, steps: int) -> None:
+    move = UccMove(x, y, direction, steps)
+    assert parse_answer(move.format()) == move
+    for outcome in (Outcome(OutcomeKind.OK), Outcome(OutcomeKind.KILLS, Rank.SCOUT, Rank.SPY)):
+        assert parse_referee_line(MoveLine(move, outcome).format()) == MoveLine(move, outcome)
+    tx, ty = move.target
+    if 0 <= tx < 10 and 0 <= ty < 10:
+        assert UccMove.from_move(move.to_move()) == move
+
+
+def test_coordinates_follow_the_spec_example() -> None:
+    # RED's lines go back row first: line 1 is y 0, red's back row, our row 1 (index 0).
+    red = parse_setup_lines(SPEC_RED_SETUP, Side.RED)
+    assert red == spec_setup(SPEC_RED_SETUP, Side.RED)
+    assert red[Square.parse("A1")] == Rank.FLAG and red[Square.parse("J4")] == Rank.SCOUT
+    assert format_setup_lines(red, Side.RED) == SPEC_RED_SETUP
+    # BLUE's lines go front row first: line 1 is y 6, blue's front row, our row 7 (index 6).
+    blue = parse_setup_lines(SPEC_RED_SETUP, Side.BLUE)
+    assert blue[Square.parse("A10")] == Rank.SCOUT and blue[Square.parse("A7")] == Rank.FLAG
+    assert format_setup_lines(blue, Side.BLUE) == SPEC_RED_SETUP
+    # "0 3 DOWN": RED's piece on A4 steps towards blue, to A5; "9 6 UP 3": BLUE's scout J7 to J4.
+    assert UccMove(0, 3, Direction.DOWN).to_move() == Move.parse("A4-A5")
+    assert UccMove(9, 6, Direction.UP, 3).to_move() == Move.parse("J7-J4")
+    assert UccMove.from_move(Move.parse("C7-C10")) == UccMove(2, 6, Direction.DOWN, 3)
+    assert to_square(2, 4) == Square.parse("C5") and CLASSIC.is_lake(to_square(2, 4))
+    assert from_square(Square.parse("H6")) == (7, 5)
+
+
+@pytest.mark.parametrize("lines, why", [
+    (SPEC_RED_SETUP[:3], "3 setup line"),
+    ([*SPEC_RED_SETUP[:3], "967B66999"], "9 letters"),
+    ([*SPEC_RED_SETUP[:3], "967B66999X"], "not a UCC piece letter"),
+    ([*SPEC_RED_SETUP[:3], "967B669991"], "illegal setup"),
+    ([*SPEC_RED_SETUP[:3], "967B6699.9"], "illegal setup"),
+])
+def test_malformed_setups(lines: list[str], why: str) -> None:
+    with pytest.raises(UccProtocolError, match=why):
+        parse_setup_lines(lines, Side.RED)
+
+
+def test_board_rows_agree_with_the_spec_reading() -> None:
+    rng = random.Random(5)
+    game = Game(RulesOptions(), CLASSIC.random_placement(Side.RED, rng), CLASSIC.random_placement(Side.BLUE, rng))
+    results: list[MoveResult] = []
+    while game.result is None and len(results) < 400:
+        results.append(game.play(rng.choice(game.legal_moves())))
+        for viewer in Side:
+            rows = format_board_rows(game.pieces(), viewer)
+            assert rows == spec_rows(game, viewer) == board_rows_for(game, viewer)
+            board = parse_board_rows(rows)
+            assert board.own == {sq: r for sq, (s, r) in game.pieces().items() if s == viewer}
+            assert board.enemy == {sq for sq, (s, _r) in game.pieces().items() if s != viewer}
+    assert any(r.outcome for r in results)
+    for result in results:
+        assert move_line(result) == spec_line(result)
+        assert parse_referee_line(spec_line(result)) == MoveLine(UccMove.from_move(result.move), outcome_of(result))
+    start = format_board_rows(Game(RulesOptions(), CLASSIC.random_placement(Side.RED, rng),
+                                   CLASSIC.random_placement(Side.BLUE, rng)).pieces(), Side.BLUE)
+    assert start[:4] == ["#" * 10] * 4 and start[4] == start[5] == "..++..++.."
+    assert parse_board_rows([r.replace("#", "*") for r in start]).enemy == parse_board_rows(start).enemy
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda rows: rows[:9], "9 board rows"),
+    (lambda rows: [*rows[:4], "..........", *rows[5:]], "lakes"),
+    (lambda rows: [*rows[:9], "#########"], "9 squares"),
+    (lambda rows: [*rows[:9], "#########X"], "not a UCC piece letter"),
+])
+def test_malformed_board_rows(change: Callable[[list[str]], list[str]], why: str) -> None:
+    rows = ["#" * 10] * 4 + ["..++..++.."] * 2 + ["9" * 10] * 4
+    parse_board_rows(rows)
+    with pytest.raises(UccProtocolError, match=why):
+        parse_board_rows(change(rows))
+
+
+def test_move_times_leave_a_margin() -> None:
+    from bot.config import get_profile
+
+    soft, hard = move_times(get_profile("random"), 2.0)
+    assert 0 < soft <= hard < 2.0
+
+
+# --- harnesses: ``perspecto ucc`` as a child process, or UccPlayer in a thread ------------------------
+
+
+class _LineQueue:
+    """Lines of a readable text stream, with timeouts (a thread does the blocking reads)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._q: queue.Queue[str | None] = queue.Queue()
+        self.last_line_at = time.monotonic()
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        try:
+            for line in stream:
+                self.last_line_at = time.monotonic()
+                self._q.put(line.rstrip("\n"))
+        except (OSError, ValueError):
+            pass
+        self._q.put(None)
+
+    def get(self, timeout: float) -> str | None:
+        try:
+            return self._q.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no line within {timeout} s") from None
+
+
+class Bot(Protocol):
+    def send(self, line: str) -> None: ...
+    def recv(self, timeout: float = 10.0) -> str: ...
+    def close_input(self) -> None: ...
+    def wait(self, timeout: float = 10.0) -> int: ...
+
+
+class Child:
+    """``python -m bot.cli ucc ...`` with pipes (cwd: the repository)."""
+
+    def __init__(self, *args: str, argv: list[str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            argv or [*UCC_CMD, *args], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, bufsize=1,
+        )
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self._out = _LineQueue(self.proc.stdout)
+        self._err: list[str] = []
+        self._err_thread = threading.Thread(target=lambda: self._err.extend(self.proc.stderr or []), daemon=True)
+        self._err_thread.start()
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # the bot has exited already; wait() tells how
+
+    def recv(self, timeout: float = 10.0) -> str:
+        line = self._out.get(timeout)
+        assert line is not None, f"the bot closed stdout; stderr: {self.stderr}"
+        return line
+
+    def close_input(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+
+    def wait(self, timeout: float = 10.0) -> int:
+        try:
+            code = self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+        self._err_thread.join(2)
+        return code
+
+    def rest_of_stdout(self) -> list[str]:
+        lines = []
+        while (line := self._out.get(5)) is not None:
+            lines.append(line)
+        return lines
+
+    @property
+    def last_output_at(self) -> float:
+        """When the bot last wrote a line (its start if it has written none)."""
+        return self._out.last_line_at
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self._err)
+
+
+class InProcess:
+    """A ``UccPlayer`` on a thread, talking through OS pipes exactly as the process does."""
+
+    def __init__(self, player: UccPlayer) -> None:
+        self.player = player
+        self._in_r, self._in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        self._out_file = os.fdopen(out_w, "w")
+        self._out = _LineQueue(os.fdopen(out_r))
+        self.code: int | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.code = self.player.run(self._in_r, self._out_file)
+        finally:
+            self._out_file.close()
+
+    def send(self, line: str) -> None:
+        os.write(self._in_w, (line + "\n").encode())
+
+    def recv(self, timeout: float = 10.0) -> str:
+        line = self._out.get(timeout)
+        assert line is not None, "the player stopped"
+        return line
+
+    def close_input(self) -> None:
+        if self._in_w >= 0:
+            os.close(self._in_w)
+            self._in_w = -1
+
+    def wait(self, timeout: float = 10.0) -> int:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the player is still running"
+        self.close_input()  # lets the player's reader thread finish
+        assert self.code is not None
+        return self.code
+
+
+class Referee:
+    """A scripted UCC referee judging with ``Game``: the bot plays ``colour``, the referee the other side
+    (random legal moves unless ``opponent`` says otherwise)."""
+
+    def __init__(self, bot: Bot, colour: Side, *, seed: int = 0, options: RulesOptions | None = None,
+                 opponent: Callable[[Game], Move] | None = None) -> None:
+        self.bot, self.colour, self.rng = bot, colour, random.Random(seed)
+        self.options = options or RulesOptions()
+        self.opponent = opponent or (lambda game: self.rng.choice(game.legal_moves()))
+        self.game: Game | None = None
+        self.prompt: str | None = None  # the opponent's last move, due at the bot's next turn
+        self.bot_moves = 0
+
+    def send_colour(self) -> None:
+        self.bot.send(f"{self.colour.name} scripted-referee 10 10")
+
+    def read_setup(self) -> dict[Square, Rank]:
+        lines = [self.bot.recv() for _ in range(4)]
+        placement = spec_setup(lines, self.colour)
+        CLASSIC.validate_setup(self.colour, placement)
+        assert parse_setup_lines(lines, self.colour) == placement
+        other = CLASSIC.random_placement(self.colour.other, self.rng)
+        red, blue = (placement, other) if self.colour == Side.RED else (other, placement)
+        self.game = Game(self.options, red, blue)
+        return placement
+
+    def start(self) -> None:
+        self.send_colour()
+        self.read_setup()
+
+    def prompt_bot(self, rows: list[str] | None = None) -> None:
+        """The line that starts the bot's turn, then the ten rows."""
+        assert self.game is not None
+        self.bot.send(self.prompt or "START")
+        self.prompt = None
+        for row in rows if rows is not None else spec_rows(self.game, self.colour):
+            self.bot.send(row)
+
+    def answer(self) -> MoveResult:
+        """Read the bot's move, judge it by the rules, echo it with its outcome."""
+        assert self.game is not None
+        move = spec_move(self.bot.recv())
+        try:
+            self.game.check_move(move)
+        except IllegalMove as exc:
+            raise AssertionError(f"the bot played an illegal move at ply {self.game.ply}: {exc}") from None
+        result = self.game.play(move)
+        self.bot.send(spec_line(result))
+        self.bot_moves += 1
+        return result
+
+    def step(self) -> bool:
+        """One ply; False once the game is over."""
+        assert self.game is not None
+        if self.game.result is not None:
+            return False
+        if self.game.side_to_move == self.colour:
+            self.prompt_bot()
+            self.answer()
+        else:
+            self.prompt = spec_line(self.game.play(self.opponent(self.game)))
+        return self.game.result is None
+
+
+# --- ``perspecto ucc`` under the scripted referee ------------------------------------------------------
+
+
+@pytest.mark.parametrize("colour", [Side.RED, Side.BLUE])
+def test_whole_game_as_a_child_process(colour: Side) -> None:
+    started = time.monotonic()
+    bot = Child("--seed", "11", "--move-time", "2")
+    referee = Referee(bot, colour, seed=23)
+    referee.start()
+    while referee.step():
+        pass
+    assert referee.game is not None and referee.game.result is not None
+    bot.send(f"QUIT {referee.game.result}")
+    assert bot.wait(5) == 0
+    assert bot.rest_of_stdout() == []  # nothing but protocol lines on stdout, all of them read
+    assert referee.bot_moves > 10
+    assert "ucc.game" in bot.stderr and "ucc.quit" in bot.stderr
+    # The bot tracked the board exactly: no disagreement with the rows, no fallback move.
+    assert "ucc.board_mismatch" not in bot.stderr and "ucc.fallback_move" not in bot.stderr, bot.stderr[-2000:]
+    assert "board_mismatches=0 fallback_moves=0" in bot.stderr
+    assert time.monotonic() - started < 30
+
+
+def _quit_right_after_colour(ref: Referee) -> None:
+    ref.send_colour()
+
+
+def _quit_after_setup(ref: Referee) -> None:
+    ref.start()
+
+
+def _quit_instead_of_an_echo(ref: Referee) -> None:
+    ref.start()
+    for _ in range(20):
+        ref.step()
+    assert ref.game is not None
+    while ref.game.side_to_move != ref.colour:
+        ref.step()
+    ref.prompt_bot()
+    ref.bot.recv()  # the bot's answer; the echo never comes
+
+
+def _quit_instead_of_a_turn(ref: Referee) -> None:
+    ref.start()
+    for _ in range(15):
+        ref.step()
+
+
+def _quit_in_the_middle_of_the_rows(ref: Referee) -> None:
+    ref.start()
+    for _ in range(10):
+        ref.step()
+    assert ref.game is not None
+    while ref.game.side_to_move != ref.colour:
+        ref.step()
+    ref.bot.send(ref.prompt or "START")
+    for row in spec_rows(ref.game, ref.colour)[:5]:
+        ref.bot.send(row)
+
+
+QUIT_POINTS = [
+    _quit_right_after_colour, _quit_after_setup, _quit_instead_of_an_echo, _quit_instead_of_a_turn,
+    _quit_in_the_middle_of_the_rows,
+]
+
+
+def _quit_scenario(colour: Side, script: Callable[[Referee], None]) -> str | None:
+    """Run one QUIT scenario; None if the bot exited promptly with 0, else what went wrong."""
+    bot = Child("--seed", "3")
+    try:
+        script(Referee(bot, colour, seed=4))
+        bot.send("QUIT")
+        sent = time.monotonic()
+        code = bot.wait(5)
+        # Right after the colour line the bot may still be starting up: it sees QUIT after its setup.
+        took = time.monotonic() - max(sent, bot.last_output_at)
+    except Exception as exc:
+        return f"{exc!r}; stderr: {bot.stderr[-500:]}"
+    if code != 0 or took > 2.0 or "ucc.quit" not in bot.stderr:
+        return f"exit {code} {took:.2f} s after QUIT; stderr: {bot.stderr[-500:]}"
+    return None
+
+
+@pytest.mark.parametrize("colour", [Side.RED, Side.BLUE])
+def test_quit_at_any_point(colour: Side) -> None:
+    # The scenarios run side by side: each is mostly the child's start-up time.
+    with ThreadPoolExecutor(len(QUIT_POINTS)) as pool:
+        outcomes = dict(zip(QUIT_POINTS, pool.map(lambda s: _quit_scenario(colour, s), QUIT_POINTS), strict=True))
+    failed = {script.__name__: why for script, why in outcomes.items() if why is not None}
+    assert not failed
+
+
+@pytest.mark.parametrize("moves", [0, 12])
+def test_end_of_input_exits_cleanly(moves: int) -> None:
+    bot = Child()
+    ref = Referee(bot, Side.BLUE, seed=9)
+    ref.start()
+    for _ in range(moves):
+        ref.step()
+    bot.close_input()
+    assert bot.wait(5) == 0
+    assert "ucc.eof" in bot.stderr
+    assert "Traceback" not in bot.stderr
+
+
+def test_an_illegal_echo_exits_non_zero() -> None:
+    bot = Child()
+    ref = Referee(bot, Side.RED, seed=2)
+    ref.start()
+    ref.prompt_bot()
+    bot.send(f"{bot.recv()} ILLEGAL")
+    assert bot.wait(5) == 1
+    assert "ucc.illegal" in bot.stderr
+
+
+def test_garbage_from_the_referee_exits_non_zero() -> None:
+    bot = Child()
+    bot.send("HELLO THERE")
+    assert bot.wait(5) == 1
+    assert "ucc.bad_line" in bot.stderr
+
+
+# A child whose engine ignores its stop signal and would think for a minute: QUIT must still end it.
+STUBBORN_ENGINE_CHILD = """
+import sys, time
+from bot import engine_interface
+class Stubborn:
+    name = "stubborn"
+    def choose_move(self, game, budget):
+        time.sleep(60)
+        return game.legal_moves()[0]
+engine_interface.ENGINES["stubborn"] = lambda params, seed: Stubborn()
+from bot.cli import main
+sys.exit(main(["ucc", "--profile", "stubborn", "--move-time", "60"]))
+"""
+
+
+def test_quit_while_a_stubborn_engine_thinks_ends_the_process() -> None:
+    bot = Child(argv=[sys.executable, "-c", STUBBORN_ENGINE_CHILD])
+    ref = Referee(bot, Side.RED)
+    ref.start()
+    ref.prompt_bot()
+    time.sleep(0.3)
+    bot.send("QUIT")
+    sent = time.monotonic()
+    assert bot.wait(5) == 0
+    assert time.monotonic() - sent < 2.0
+    assert "thinking=True" in bot.stderr
+
+
+def test_unknown_profile() -> None:
+    bot = Child("--profile", "no-such-profile")
+    assert bot.wait(5) == 2
+    assert bot.rest_of_stdout() == []
+    assert "no-such-profile" in bot.stderr
+
+
+# --- the player in-process: thinking, timeouts, a disagreeing referee -----------------------------
+
+
+class SlowEngine:
+    """Thinks until told to stop (or, with ``ignore_stop``, for ``seconds`` regardless)."""
+
+    name = "slow"
+
+    def __init__(self, seconds: float = 30.0, *, ignore_stop: bool = False) -> None:
+        self.seconds, self.ignore_stop = seconds, ignore_stop
+
+    def choose_move(self, game: Game, budget: SearchBudget) -> Move:
+        until = time.monotonic() + self.seconds
+        while time.monotonic() < until and (self.ignore_stop or not budget.stop.is_set()):
+            time.sleep(0.01)
+        return game.legal_moves()[0]
+
+
+class BrokenEngine:
+    name = "broken"
+
+    def choose_move(self, game: Game, budget: SearchBudget) -> Move:
+        raise RuntimeError("boom")
+
+
+class RightmostEngine:
+    """Plays with the pieces furthest right, so the left columns stay free for a scripted opponent."""
+
+    name = "rightmost"
+
+    def choose_move(self, game: Game, budget: SearchBudget) -> Move:
+        return max(game.legal_moves(), key=lambda m: (m.frm.col, m.to.col, m.frm.row, m.to.row))
+
+
+def _player(engine: Any, **kwargs: Any) -> InProcess:
+    return InProcess(UccPlayer(engine, seed=1, **kwargs))
+
+
+def test_quit_while_the_engine_thinks() -> None:
+    bot = _player(SlowEngine(), times=(20.0, 25.0))
+    ref = Referee(bot, Side.RED)
+    ref.start()
+    ref.prompt_bot()
+    time.sleep(0.3)
+    bot.send("QUIT")
+    sent = time.monotonic()
+    assert bot.wait(3) == 0
+    assert time.monotonic() - sent < 1.0
+
+
+def test_a_late_or_broken_engine_gets_a_fallback_move() -> None:
+    with structlog.testing.capture_logs() as logs:
+        for engine in (SlowEngine(1.0, ignore_stop=True), BrokenEngine()):
+            bot = _player(engine, times=(0.05, 0.3))
+            ref = Referee(bot, Side.RED, seed=7)
+            ref.start()
+            started = time.monotonic()
+            ref.step()  # judged legal by the referee
+            assert time.monotonic() - started < 2.0
+            ref.step()
+            ref.step()
+            bot.send("QUIT")
+            assert bot.wait(3) == 0
+            assert bot.player.stats["fallback_moves"] == 2
+    assert [e["log_level"] for e in logs if e["event"] == "ucc.fallback_move"] == ["warning"] * 4
+
+
+def test_board_rows_win_over_a_wrong_view() -> None:
+    with structlog.testing.capture_logs() as logs:
+        bot = _player(RandomEngine(3))
+        ref = Referee(bot, Side.RED, seed=8)
+        ref.start()
+        assert ref.game is not None
+        rows = spec_rows(ref.game, Side.RED)
+        # The referee's rows say our front-row piece on (0, 3) is gone: our view must follow them.
+        rows[3] = "." + rows[3][1:]
+        ref.prompt_bot(rows)
+        answer = bot.recv()
+        assert not answer.startswith("0 3 ")
+        view = bot.player.game
+        assert view is not None and view.piece_at(Square(0, 3)) is None
+        bot.send("QUIT")
+        assert bot.wait(3) == 0
+    mismatches = [e for e in logs if e["event"] == "ucc.board_mismatch"]
+    assert len(mismatches) == 1 and mismatches[0]["log_level"] == "warning"
+    assert mismatches[0]["referee"] == rows and mismatches[0]["ours"] != rows
+
+
+def test_the_opponent_may_break_the_repetition_rules() -> None:
+    """The UCC referee enforces neither rule: the bot must accept such moves (and still obey them)."""
+    shuttle = [Move.parse("A4-A5"), Move.parse("A5-A4")]
+
+    def back_and_forth(game: Game) -> Move:
+        return shuttle[(game.ply // 2) % 2]
+
+    relaxed = RulesOptions(two_squares=None, more_squares=False)
+    with structlog.testing.capture_logs() as logs:
+        bot = _player(RightmostEngine())
+        ref = Referee(bot, Side.BLUE, seed=5, options=relaxed, opponent=back_and_forth)
+        ref.start()
+        for _ in range(30):
+            assert ref.step()
+        bot.send("QUIT")
+        assert bot.wait(3) == 0
+        assert bot.player.stats["board_mismatches"] == 0
+    assert any(e["event"] == "ucc.repetition_allowed" for e in logs)
+
+
+def test_a_victory_ends_the_game_quietly() -> None:
+    def first_move(game: Game) -> Move:
+        return game.legal_moves()[0]
+
+    bot = _player(RandomEngine(1))
+    ref = Referee(bot, Side.BLUE, seed=1, opponent=first_move)
+    ref.start()
+    ref.step()
+    ref.step()
+    bot.send("5 3 DOWN VICTORY_FLAG")  # the referee's word; the bot waits for QUIT
+    bot.send("QUIT RED")
+    assert bot.wait(3) == 0
+
+
+# --- a UCC program as an opponent: two ``perspecto ucc`` processes through the adapter ---------------
+
+
+async def _referee_between(red: UccOpponent, blue: UccOpponent, options: RulesOptions) -> Game:
+    placements = await asyncio.gather(red.start(Side.RED, blue.name), blue.start(Side.BLUE, red.name))
+    game = Game(options, *placements)
+    players = {Side.RED: red, Side.BLUE: blue}
+    last: MoveResult | None = None
+    while game.result is None:
+        program = players[game.side_to_move]
+        move = await program.get_move_for(game, last)
+        last = game.play(move)  # raises IllegalMove: the test fails
+        await program.tell_result(last)
+    return game
+
+
+async def test_two_ucc_programs_play_a_whole_game() -> None:
+    started = time.monotonic()
+    red = UccOpponent([*UCC_CMD, "--seed", "1"], name="perspecto-red", cwd=ROOT)
+    blue = UccOpponent([*UCC_CMD, "--seed", "2"], name="perspecto-blue", cwd=ROOT)
+    try:
+        game = await _referee_between(red, blue, RulesOptions())
+    finally:
+        codes = [await red.quit("END"), await blue.quit("END")]
+    assert game.result is not None and game.ply > 20
+    assert codes == [0, 0]
+    assert time.monotonic() - started < 30
+
+
+def _fake_program(script: str) -> list[str]:
+    return [sys.executable, "-c", script]
+
+
+SETUP_ECHO = "; ".join(f"print({line!r})" for line in SPEC_RED_SETUP)
+
+
+@pytest.mark.parametrize("script, why", [
+    ("print('hello'); import time; time.sleep(5)", "bad setup line 'hello'"),
+    ("print('FB8sB479B8'); print('BB31555583 X'); import time; time.sleep(5)", "bad setup line"),
+    ("print('FB8sB479B8'); print('BB31555583'); print('6724898974'); print('9999999999')", "illegal setup"),
+    ("import sys; sys.exit(3)", "exited"),
+    ("import time; time.sleep(5)", "no its setup within"),
+])
+async def test_a_program_with_a_bad_setup(script: str, why: str) -> None:
+    program = UccOpponent(_fake_program("import sys; sys.stdin.readline(); " + script), setup_time=0.5)
+    try:
+        with pytest.raises(UccOpponentError, match=why):
+            await program.start(Side.RED, "host")
+    finally:
+        await program.aclose()
+
+
+@pytest.mark.parametrize("answer, why", [
+    ("print('0 3 SIDEWAYS')", "bad move line"),
+    ("print('0 0 UP')", "leaves the 10x10 board"),
+    ("import time; time.sleep(5)", "no a move within"),
+])
+async def test_a_program_with_a_bad_move(answer: str, why: str) -> None:
+    script = f"import sys; sys.stdin.readline(); {SETUP_ECHO}; sys.stdout.flush(); {answer}"
+    program = UccOpponent(_fake_program(script), move_time=0.3, grace=0.2)
+    placement = await program.start(Side.RED, "host")
+    assert placement == spec_setup(SPEC_RED_SETUP, Side.RED)
+    blue = CLASSIC.random_placement(Side.BLUE, random.Random(1))
+    try:
+        with pytest.raises(UccOpponentError, match=why):
+            await program.get_move_for(Game(RulesOptions(), placement, blue), None)
+    finally:
+        await program.aclose()
+
+
+async def test_surrender_and_quit() -> None:
+    from bot.ucc_opponent import UccSurrender
+
+    script = f"import sys; sys.stdin.readline(); {SETUP_ECHO}; print('SURRENDER'); sys.stdout.flush(); " \
+             "sys.exit(0 if 'QUIT BLUE' in sys.stdin.read() else 5)"
+    program = UccOpponent(_fake_program(script))
+    placement: Mapping[Square, Rank] = await program.start(Side.RED, "host")
+    rows = format_board_rows({sq: (Side.RED, r) for sq, r in placement.items()}, Side.RED)
+    with pytest.raises(UccSurrender):
+        await program.get_move(rows, None)
+    assert await program.quit("BLUE") == 0
