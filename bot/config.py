@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bot.engine_interface import ENGINES, EngineConfigError, MoveEngine, create_engine
+from setups.choice import SetupChoice
 
 # The tournament's limits: 15 s for any move, 5 s on average.
 TOURNAMENT_MOVE_TIME_HARD = 15.0
@@ -27,6 +28,10 @@ class BotProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1, max_length=64)
+    description: str = ""
+    # Opponent names this profile is for: exact names or shell-style globs ("Probe*"), case-insensitive.
+    match: list[str] = Field(default_factory=list)
+    priority: int = Field(0, description="among several matching globs the highest priority wins")
     engine: str = "random"
     engine_params: dict[str, Any] = Field(default_factory=dict)
     seed: int | None = None
@@ -34,6 +39,7 @@ class BotProfile(BaseModel):
     move_time_hard: float = Field(default=TOURNAMENT_MOVE_TIME_HARD, gt=0, le=3600)
     # Kept back from the host's deadline so the answer crosses the network in time.
     safety_margin: float = Field(default=0.25, ge=0, le=10)
+    setup: SetupChoice = Field(default_factory=SetupChoice)
 
     @field_validator("engine")
     @classmethod

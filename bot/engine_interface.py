@@ -74,10 +74,33 @@ def _random_engine(params: Mapping[str, Any], seed: int | None) -> MoveEngine:
     return RandomEngine(seed)
 
 
-# Engines by the name a profile uses. The search engines register here when they land
-# ("minimax", "expectiminimax", "pemm", "perspecto").
+# The compiled engines of engine_ext, by the built-in engine profile they start from.
+SEARCH_ENGINES = ("minimax", "expectiminimax", "pemm", "perspecto")
+
+
+def _search_engine(kind: str) -> EngineFactory:
+    def make(params: Mapping[str, Any], seed: int | None) -> MoveEngine:
+        # Imported here so that tools which never search do not load the compiled search.
+        from pydantic import ValidationError
+
+        from engine_ext.engine import engine_factory
+
+        try:
+            return engine_factory(kind)(params, seed)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
+                for e in exc.errors(include_url=False)
+            )
+            raise EngineConfigError(f"engine {kind!r}: {problems}") from None
+
+    return make
+
+
+# Engines by the name a profile uses.
 ENGINES: dict[str, EngineFactory] = {
     "random": _random_engine,
+    **{kind: _search_engine(kind) for kind in SEARCH_ENGINES},
 }
 
 
