@@ -16,11 +16,13 @@ DEFAULT_MODULE = "bot.commands.play"
 COMMAND_MODULES = [
     "bot.commands.setups",
     "bot.commands.perft",
+    "bot.commands.config",
     "bot.commands.rank_values",
     "bot.commands.play",
     "bot.commands.match",
     "bot.commands.host",
     "bot.commands.bot",
+    "bot.commands.health",
     "bot.commands.replay",
     "bot.commands.ucc",
 ]

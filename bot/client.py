@@ -454,6 +454,27 @@ class BotClient:
                  plies=params.plies, won=won, fallback_moves=self.fallback_moves)
         self._reset_game()
 
+    # --- resume: bot/journal.py replays a game's calls after a restart -----------------------------------
+
+    @property
+    def in_game(self) -> bool:
+        return self.phase is not Phase.IDLE
+
+    def restore_setup(self, setup: dict[Square, Rank]) -> None:
+        """After a replayed createAISetup: the setup this bot really gave (the replay drew a new one)."""
+        if self.phase is not Phase.SETUP:
+            raise errors.OutOfOrder(f"a setup to restore in the {self.phase.value} phase")
+        self.own_setup = dict(setup)
+
+    def restore_move(self, ply: int, move: Move) -> None:
+        """A replayed getAIMove: the move this bot sent then, without asking the engine again."""
+        game = self._start_game()
+        if self.pending_move is not None or game.side_to_move != self.colour or ply != game.ply:
+            raise errors.OutOfOrder(f"a move to restore at ply {ply} that this bot's game does not expect")
+        if move not in game.legal_moves():
+            raise errors.OutOfOrder(f"the move to restore, {move}, is not legal at ply {ply}")
+        self.pending_move = move
+
 
 # --- sessions ----------------------------------------------------------------------------------------
 

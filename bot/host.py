@@ -35,9 +35,10 @@ from engine_ext.record import GameRecord, RecordedMove, RecordedPlayer
 from engine_ext.rulesets import RULESETS, SetupError, Square, get_ruleset
 from protocol import errors
 from protocol.codec import DEFAULT_MAX_LINE, host_codec
-from protocol.endpoint import Endpoint
+from protocol.endpoint import Channel, Endpoint
 from protocol.messages import (
     PROTOCOL_VERSION,
+    RESUME_FEATURE,
     CreateAISetupParams,
     GameOverParams,
     GetAIMoveParams,
@@ -53,7 +54,8 @@ from protocol.messages import (
     SetOpponentSetupPieceParams,
     protocol_compatible,
 )
-from protocol.tcp import TcpChannel, serve
+from protocol.mqtt import MqttHostListener, MqttSettings, call_pausing_outages, current_outage, outage_seconds
+from protocol.tcp import serve
 
 log = structlog.get_logger()
 
@@ -79,6 +81,10 @@ class HostSettings(BaseModel):
     tokens: frozenset[str] | None = None  # accepted hello tokens; None: any bot may play
     records_dir: Path | None = None
     max_line: int = Field(default=DEFAULT_MAX_LINE, ge=1024)
+    # Seconds in all, per bot and game, that a game waits for a bot whose connection failed to come back
+    # with ``hello resumeGame`` (docs/mqtt.md); 0: no waiting, the bot forfeits at once.
+    resume_grace: float = Field(default=0.0, ge=0)
+    mqtt: MqttSettings | None = None  # also serve bots through this broker
 
     def rules(self) -> RulesOptions:
         return RulesOptions(
@@ -108,10 +114,18 @@ class BotSession:
     endpoint: Endpoint
     arrived: float = field(default_factory=time.monotonic)
     busy: bool = False  # playing (or reserved for) a game
+    features: frozenset[str] = frozenset()  # what the bot's hello said it can do
+    left: bool = False  # the bot said goodbye: it will not come back
+    # Notified when a resumed connection replaces ``endpoint`` (the game waiting for it goes on).
+    reattached: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     @property
     def alive(self) -> bool:
         return not self.endpoint.closed
+
+    @property
+    def resumable(self) -> bool:
+        return RESUME_FEATURE in self.features and not self.left
 
     async def goodbye(self, reason: str) -> None:
         with contextlib.suppress(errors.ProtocolError):
@@ -262,20 +276,31 @@ class _Greeter:
         except errors.RpcError:
             self.answered.set()
             raise
+        if params.resume_game is not None:
+            resumed = await self.host._resume(params, self.endpoint)
+            if resumed is not None:
+                self.session, calls = resumed
+                log.info("host.resumed", peer=self.peer, bot=params.name, game=params.resume_game,
+                         session=self.session.id, calls=calls)
+                self.answered.set()
+                return HelloResult(host="perspecto-host", version=__version__, protocol=PROTOCOL_VERSION,
+                                   session=self.session.id, resumed=True, resume_calls=calls)
         self.session = BotSession(
             id=uuid.uuid4().hex[:12], name=params.name, version=params.version, token=params.token,
-            endpoint=self.endpoint,
+            endpoint=self.endpoint, features=frozenset(params.features or ()),
         )
         self.host._register(self.session)
         log.info("host.hello", peer=self.peer, bot=params.name, version=params.version,
                  session=self.session.id)
         self.answered.set()
         return HelloResult(host="perspecto-host", version=__version__, protocol=PROTOCOL_VERSION,
-                           session=self.session.id)
+                           session=self.session.id, resumed=False if params.resume_game is not None else None)
 
     async def handle_notification(self, method: str, params: BaseModel) -> None:
         if isinstance(params, GoodbyeParams) and self.endpoint is not None:
             log.info("host.bot_goodbye", peer=self.peer, reason=params.reason)
+            if self.session is not None:
+                self.session.left = True  # a bot leaving in a game forfeits it: nobody waits for it
             await self.endpoint.close("the bot said goodbye")
 
 
@@ -289,16 +314,30 @@ class Host:
         self._game_numbers = itertools.count(1)
         self._run_id = uuid.uuid4().hex[:6]
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._mqtt: MqttHostListener | None = None
+        self._live: dict[str, _Referee] = {}  # games in progress, by game id (for resuming bots)
         if self.settings.ruleset not in RULESETS:
             raise ValueError(f"unknown ruleset {self.settings.ruleset!r} (known: {', '.join(RULESETS)})")
 
     # --- connections ----------------------------------------------------------------------------------
 
     async def start(self) -> int:
-        """Listen; returns the port (useful with port 0)."""
+        """Listen (on TCP, and on MQTT when configured); returns the TCP port (useful with port 0)."""
         self._server = await serve(self.settings.host, self.settings.port, self._serve_connection)
         log.info("host.listening", host=self.settings.host, port=self.port)
+        if self.settings.mqtt is not None:
+            self._mqtt = MqttHostListener(self.settings.mqtt, self._serve_connection)
+            try:
+                await self._mqtt.start()
+            except BaseException:
+                self._server.close()
+                raise
         return self.port
+
+    @property
+    def mqtt_address(self) -> str | None:
+        """The broker URL and host id bots reach this host at (no password), if it serves MQTT."""
+        return self._mqtt.address if self._mqtt is not None else None
 
     @property
     def port(self) -> int:
@@ -313,12 +352,14 @@ class Host:
             await session.endpoint.close(reason)
         for task in list(self._tasks):
             task.cancel()
+        if self._mqtt is not None:
+            await self._mqtt.close()
         if self._server is not None:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(2.0):
                     await self._server.wait_closed()
 
-    async def _serve_connection(self, channel: TcpChannel) -> None:
+    async def _serve_connection(self, channel: Channel) -> None:
         greeter = _Greeter(self, channel.peer)
         endpoint = Endpoint(channel, host_codec(max_line=self.settings.max_line), greeter)
         greeter.endpoint = endpoint
@@ -342,8 +383,22 @@ class Host:
                 await endpoint.close("hello refused")
             await serving
         finally:
-            if greeter.session is not None:
+            # A session that a resumed connection took over lives on without this one.
+            if greeter.session is not None and greeter.session.endpoint is endpoint:
                 await self._unregister(greeter.session)
+
+    async def _resume(self, params: HelloParams, endpoint: Endpoint) -> tuple[BotSession, int] | None:
+        """Attach a resuming bot's new connection to its game, if that game is still waiting for it."""
+        assert params.resume_game is not None
+        referee = self._live.get(params.resume_game)
+        if referee is None:
+            log.info("host.resume_unknown_game", bot=params.name, game=params.resume_game)
+            return None
+        resumed = await referee.reattach(params, endpoint)
+        if resumed is not None:
+            self.sessions[resumed[0].id] = resumed[0]
+            self._spawn(self._notify_change())
+        return resumed
 
     def _register(self, session: BotSession) -> None:
         self.sessions[session.id] = session
@@ -479,6 +534,15 @@ class _Referee:
         self.setups: dict[Side, dict[Square, Rank]] = {Side.RED: {}, Side.BLUE: {}}
         self.think = {Side.RED: 0.0, Side.BLUE: 0.0}
         self.game: Game | None = None
+        # For resuming bots: the calls of this game each bot has answered, the call on its way to it, what
+        # is left of its allowance for coming back, and the seconds spent waiting for it (outages, resumes),
+        # which are nobody's thinking time.
+        self.answered = {Side.RED: 0, Side.BLUE: 0}
+        self.in_flight: dict[Side, str | None] = {Side.RED: None, Side.BLUE: None}
+        self.resume_left = {side: self.settings.resume_grace for side in (Side.RED, Side.BLUE)}
+        self.resume_refused: dict[Side, str] = {}
+        self.waited = {Side.RED: 0.0, Side.BLUE: 0.0}
+        self.decided = False  # the game is over: a bot coming back to it is told it is not resumed
         self.record = GameRecord(
             ruleset=self.rules.ruleset.name,
             options=self.settings.record_options(),
@@ -489,6 +553,13 @@ class _Referee:
         )
 
     async def run(self) -> GameResult:
+        self.host._live[self.game_id] = self
+        try:
+            return await self._run()
+        finally:
+            self.host._live.pop(self.game_id, None)
+
+    async def _run(self) -> GameResult:
         started = time.monotonic()
         forfeits: dict[Side, tuple[str, str]] = {}
         try:
@@ -501,6 +572,7 @@ class _Referee:
                 await self._turn(self.game)
         except _Forfeit as forfeit:
             forfeits = forfeit.sides
+        self.decided = True
         plies = self.game.ply if self.game is not None else 0
         if forfeits:
             winner = None if len(forfeits) == 2 else next(iter(forfeits)).other
@@ -528,14 +600,94 @@ class _Referee:
     async def _request(
         self, side: Side, method: str, params: BaseModel, timeout: float | None = None
     ) -> BaseModel:
-        """Raises the protocol's errors as they are; the callers decide what each costs."""
+        """Raises the protocol's errors as they are; the callers decide what each costs. The clock stops
+        while the bot is out of reach through no fault of its own (a broker outage); a bot that can resume
+        gets the same call again on its new connection."""
         timeout = timeout or self.settings.call_timeout
+        self.in_flight[side] = method
         try:
-            return await self.players[side].endpoint.call(method, params, timeout=timeout)
-        except errors.CallTimeout:
-            raise _Forfeit(side, "forfeit_timeout", f"no answer to {method} within {timeout:g} s") from None
-        except errors.ConnectionClosed as exc:
-            raise _Forfeit(side, "forfeit_crash", f"connection lost during {method}: {exc}") from None
+            while True:
+                endpoint = self.players[side].endpoint
+                outage_before = outage_seconds(endpoint.channel)
+                try:
+                    answer = await call_pausing_outages(endpoint, method, params, timeout)
+                except errors.CallTimeout:
+                    raise _Forfeit(side, "forfeit_timeout", f"no answer to {method} within {timeout:g} s") from None
+                except errors.ConnectionClosed as exc:
+                    if await self._resumed(side, endpoint):
+                        continue
+                    detail = f"connection lost during {method}: {exc}"
+                    why = getattr(endpoint.channel, "close_reason", None)  # MQTT: what ended the stream
+                    if why:
+                        detail += f" ({why})"
+                    if side in self.resume_refused:
+                        detail += f"; resume refused: {self.resume_refused[side]}"
+                    raise _Forfeit(side, "forfeit_crash", detail) from None
+                except (errors.RpcError, errors.BadResult):
+                    self.answered[side] += 1  # an answer all the same: the bot handled the call
+                    raise
+                finally:
+                    self.waited[side] += outage_seconds(endpoint.channel) - outage_before
+                self.answered[side] += 1
+                return answer
+        finally:
+            self.in_flight[side] = None
+
+    async def _resumed(self, side: Side, failed: Endpoint) -> bool:
+        """The bot's connection failed: wait (up to what is left of its allowance) for it to come back with
+        ``hello resumeGame``; True once its new connection is attached."""
+        session = self.players[side]
+        if self.settings.resume_grace <= 0 or not session.resumable:
+            return False
+
+        def back() -> bool:
+            return (session.endpoint is not failed and session.alive) or side in self.resume_refused \
+                or session.left
+
+        # Over MQTT the bot may have been out of reach for a while before its stream ended: that counts.
+        already = current_outage(failed.channel)
+        self.resume_left[side] -= already
+        started = time.monotonic()
+        log.info("host.waiting_for_resume", game=self.game_id, bot=session.name, side=str(side),
+                 seconds_left=round(self.resume_left[side], 3), out_of_reach=round(already, 3))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(self.resume_left[side], 0.0)), session.reattached:
+                await session.reattached.wait_for(back)
+        waited = time.monotonic() - started
+        self.resume_left[side] -= waited
+        self.waited[side] += waited
+        resumed = session.endpoint is not failed and session.alive and side not in self.resume_refused
+        log.info("host.resume_wait_over", game=self.game_id, bot=session.name, resumed=resumed,
+                 waited=round(waited, 3))
+        return resumed
+
+    async def reattach(self, params: HelloParams, endpoint: Endpoint) -> tuple[BotSession, int] | None:
+        """A bot of this game says hello again with ``resumeGame``: give its side the new connection, if its
+        count of handled calls fits ours (the same, or one more when a call was on its way)."""
+        sides = [side for side, s in self.players.items() if s.name == params.name and s.token == params.token]
+        if not sides:
+            return None
+        sides.sort(key=lambda side: self.players[side].alive)  # a bot playing itself: the one that left
+        side = sides[0]
+        session = self.players[side]
+        if not session.resumable or self.decided:
+            return None
+        answered, calls = self.answered[side], params.resume_calls
+        if not (calls == answered or (calls == answered + 1 and self.in_flight[side] is not None)):
+            self.resume_refused[side] = f"the bot handled {calls} calls of the game, the host saw {answered} answered"
+            log.warning("host.resume_refused", game=self.game_id, bot=session.name,
+                        detail=self.resume_refused[side])
+            async with session.reattached:
+                session.reattached.notify_all()
+            await session.endpoint.close("resume refused")
+            return None
+        old, session.endpoint = session.endpoint, endpoint
+        if not old.closed:
+            # The bot is back before we noticed it had gone (a half-open TCP connection, say).
+            self.host._spawn(old.close("replaced by the bot's resumed connection"))
+        async with session.reattached:
+            session.reattached.notify_all()
+        return session, answered
 
     async def _call(self, side: Side, method: str, params: BaseModel) -> BaseModel:
         """A call the game cannot go on without: any failure forfeits ``side``."""
@@ -612,7 +764,7 @@ class _Referee:
     async def _turn(self, game: Game) -> None:
         side = game.side_to_move
         limit = self.settings.move_time_max + self.settings.grace
-        asked = time.monotonic()
+        asked, waited = time.monotonic(), self.waited[side]
         try:
             answer = await self._request(side, "getAIMove", GetAIMoveParams(ply=game.ply), timeout=limit)
         except errors.BadResult as exc:  # not even a move on the board
@@ -620,7 +772,7 @@ class _Referee:
         except errors.RpcError as exc:
             raise _Forfeit(side, "forfeit_error", _error_detail("getAIMove", exc)) from None
         finally:
-            self.think[side] += time.monotonic() - asked
+            self.think[side] += time.monotonic() - asked - (self.waited[side] - waited)
         assert isinstance(answer, MoveModel)
         move = Move(answer.frm, answer.to)
         try:

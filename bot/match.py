@@ -32,6 +32,7 @@ from bot.config import get_profile
 from bot.host import BotSession, GameResult, Host, HostSettings, Tally
 from engine_ext.game import Game, MoveResult
 from engine_ext.pieces import Side
+from protocol.mqtt import MqttSettings
 
 log = structlog.get_logger()
 
@@ -70,27 +71,45 @@ class MatchResult:
 
 
 class BotProcess:
-    """One bot as a child process; its output goes to a log file."""
+    """One bot as a child process; its output goes to a log file. Over MQTT (``mqtt``: the broker's URL
+    and host id, its password apart) it reaches the host through the broker instead of TCP."""
 
-    def __init__(self, contestant: Contestant, port: int, log_path: Path) -> None:
+    def __init__(
+        self, contestant: Contestant, port: int, log_path: Path, *, mqtt: MqttSettings | None = None,
+        state_dir: Path | None = None,
+    ) -> None:
         self.contestant = contestant
         self.port = port
         self.log_path = log_path
+        self.mqtt = mqtt
+        self.state_dir = state_dir  # its own: two matches side by side may have bots of the same name
         self.process: asyncio.subprocess.Process | None = None
         self.starts = 0
 
     def command(self) -> list[str]:
         c = self.contestant
-        cmd = [
-            sys.executable, "-m", "bot.cli", "bot", "--profile", c.profile,
-            "--connect", f"127.0.0.1:{self.port}", "--token", c.token, "--name", c.name,
-        ]
+        cmd = [sys.executable, "-m", "bot.cli", "bot", "--profile", c.profile]
+        if self.mqtt is not None:
+            cmd += ["--mqtt", self.mqtt.url, "--bot-id", f"{c.name}-{c.token[:6]}"]
+            if self.mqtt.ca_file is not None:
+                cmd += ["--mqtt-ca", str(self.mqtt.ca_file)]
+            if self.mqtt.cert_file is not None and self.mqtt.key_file is not None:
+                cmd += ["--mqtt-cert", str(self.mqtt.cert_file), "--mqtt-key", str(self.mqtt.key_file)]
+            if self.mqtt.tls_insecure:
+                cmd.append("--mqtt-insecure")
+        else:
+            cmd += ["--connect", f"127.0.0.1:{self.port}"]
+        cmd += ["--token", c.token, "--name", c.name]
+        if self.state_dir is not None:
+            cmd += ["--state-dir", str(self.state_dir)]
         if c.seed is not None:
             cmd += ["--seed", str(c.seed + self.starts)]
         return cmd
 
     async def start(self) -> None:
         env = dict(os.environ)
+        if self.mqtt is not None and self.mqtt.password is not None:
+            env["PERSPECTO_MQTT_PASSWORD"] = self.mqtt.password.get_secret_value()  # not on the command line
         # The child imports this source tree whether or not the package is installed.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,11 +199,15 @@ class MatchRunner:
         board_every: int = 20,
         connect_timeout: float = 30.0,
         log_dir: Path | None = None,
+        mqtt: MqttSettings | None = None,
     ) -> None:
         self.a, self.b = contestants(profile_a, profile_b, seed)
         base = settings or HostSettings()
+        if mqtt is not None:  # a host id of its own on the broker: matches may share one
+            mqtt = mqtt.model_copy(update={"host_id": f"match-{secrets.token_hex(4)}"})
+        self.mqtt = mqtt
         self.host = Host(base.model_copy(
-            update={"host": "127.0.0.1", "port": 0, "tokens": frozenset({self.a.token, self.b.token})}
+            update={"host": "127.0.0.1", "port": 0, "tokens": frozenset({self.a.token, self.b.token}), "mqtt": mqtt}
         ))
         self.console = console or Console()
         self.style = style
@@ -200,7 +223,9 @@ class MatchRunner:
         started = time.monotonic()
         port = await self.host.start()
         self.processes = {
-            c.label: BotProcess(c, port, self.log_dir / f"{c.name}-{c.token[:6]}.log") for c in (self.a, self.b)
+            c.label: BotProcess(c, port, self.log_dir / f"{c.name}-{c.token[:6]}.log", mqtt=self.mqtt,
+                                state_dir=self.log_dir / "state" / f"{c.name}-{c.token[:6]}")
+            for c in (self.a, self.b)
         }
         try:
             await asyncio.gather(*(p.start() for p in self.processes.values()))

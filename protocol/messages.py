@@ -20,7 +20,9 @@ from pydantic import (
     PlainSerializer,
     PlainValidator,
     RootModel,
+    SerializerFunctionWrapHandler,
     WithJsonSchema,
+    model_serializer,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -112,11 +114,39 @@ class Ack(WireModel):
 # --- session -----------------------------------------------------------------------------------------
 
 
+# The resume extension (docs/mqtt.md): a bot that can pick a game up again after a lost connection or a
+# restart says so in ``features``; coming back, it names the game and how many of its calls it handled.
+RESUME_FEATURE = "resume"
+_HELLO_EXTENSIONS = ("features", "resumeGame", "resume_game", "resumeCalls", "resume_calls", "resumed")
+
+
+def _omit_unset_extensions(data: dict[str, Any]) -> dict[str, Any]:
+    """Extension fields go on the wire only when set, so a plain hello (and its answer) stays the 1.0
+    message a peer without the extension expects."""
+    for key in _HELLO_EXTENSIONS:
+        if key in data and data[key] is None:
+            del data[key]
+    return data
+
+
 class HelloParams(WireModel):
     name: str = Field(min_length=1, max_length=64)
     version: str = Field(max_length=64)
     protocol: str = Field(pattern=r"^\d{1,4}\.\d{1,4}$")
     token: str | None = Field(default=None, max_length=256)
+    features: list[Annotated[str, Field(min_length=1, max_length=32)]] | None = Field(default=None, max_length=16)
+    resume_game: str | None = Field(default=None, min_length=1, max_length=128)
+    resume_calls: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _resume_fields_together(self) -> HelloParams:
+        if (self.resume_game is None) != (self.resume_calls is None):
+            raise ValueError("resumeGame and resumeCalls come together")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _omit_unset_extensions(handler(self))
 
 
 class HelloResult(WireModel):
@@ -124,6 +154,14 @@ class HelloResult(WireModel):
     version: str
     protocol: str
     session: str
+    # Only in the answer to a hello that asked to resume: whether the game goes on, and how many of the
+    # bot's calls in it the host saw answered (the bot answers the one after that again from its journal).
+    resumed: bool | None = None
+    resume_calls: int | None = Field(default=None, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _omit_unset_extensions(handler(self))
 
 
 class NotificationModel(WireModel):

@@ -10,10 +10,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bot.commands.bot import DEFAULT_LINK_TIMEOUT, add_mqtt_arguments, mqtt_settings
 from bot.host import GameResult, Host, HostSettings, standings
 from bot.logging_setup import configure_logging
 from bot.runtime import run
 from engine_ext.rulesets import RULESETS
+from protocol.errors import ConnectFailed
 from protocol.tcp import parse_address
 
 
@@ -63,6 +65,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--games-per-pairing", type=int, default=2, help="games a pair plays in a row (default %(default)s)")
     p.add_argument("--max-games", type=int, help="stop after this many games (default: serve until interrupted)")
     p.add_argument("--token", action="append", help="accept only bots with this token (repeatable)")
+    p.add_argument("--resume-grace", type=float, default=30.0,
+                   help="seconds (per bot and game) a game waits for a bot that lost its connection to resume it; "
+                   "0: it forfeits at once (default %(default)s)")
+    add_mqtt_arguments(p, "also serve bots through this MQTT broker")
     add_rules_arguments(p)
     p.set_defaults(func=main)
 
@@ -72,7 +78,11 @@ def main(args: argparse.Namespace) -> int:
     console = Console()
     try:
         address, port = parse_address(args.listen)
-        settings = host_settings(args, host=address, port=port, tokens=frozenset(args.token) if args.token else None)
+        # A bot out of reach is a bot that may be gone: by default it has as long as it would have to resume.
+        link_timeout = args.link_timeout or args.resume_grace or DEFAULT_LINK_TIMEOUT
+        mqtt = mqtt_settings(args, link_timeout=link_timeout) if args.mqtt else None
+        settings = host_settings(args, host=address, port=port, tokens=frozenset(args.token) if args.token else None,
+                                 resume_grace=args.resume_grace, mqtt=mqtt)
     except ValueError as exc:
         Console(stderr=True).print(f"[red]{exc}[/red]")
         return 2
@@ -83,11 +93,17 @@ async def _serve(settings: HostSettings, args: argparse.Namespace, console: Cons
     host = Host(settings)
     try:
         port = await host.start()
+    except ConnectFailed as exc:
+        console.print(f"[red]cannot reach the MQTT broker: {exc}[/red]")
+        return 1
     except OSError as exc:
         console.print(f"[red]cannot listen on {settings.host}:{settings.port}: {exc}[/red]")
         return 1
     console.print(f"host listening on {settings.host}:{port}  (bots: perspecto bot --connect {settings.host}:{port})",
                   soft_wrap=True)
+    if host.mqtt_address is not None:
+        console.print(f"host serving MQTT at {host.mqtt_address}  (bots: perspecto bot --mqtt {host.mqtt_address})",
+                      soft_wrap=True, highlight=False)
 
     def report(result: GameResult) -> None:
         colour = "yellow" if result.forfeits else "default"

@@ -13,6 +13,8 @@ from bot.logging_setup import configure_logging
 from bot.match import MatchError, MatchResult, MatchRunner, result_summary, result_table
 from bot.runtime import run
 from engine_ext.pieces import RANK_STYLES
+from protocol.errors import ConnectFailed
+from protocol.mqtt import MqttSettings
 
 
 def add_view_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,6 +22,9 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--style", default="american", choices=RANK_STYLES, help="rank symbols (default %(default)s)")
     p.add_argument("--delay", type=float, default=0.0, help="seconds between shown moves of a single game")
     p.add_argument("--board-every", type=int, default=20, help="without a terminal: print the board every N plies")
+    p.add_argument("--transport", choices=("tcp", "mqtt"), default="tcp",
+                   help="how the bots reach the host (default %(default)s); mqtt needs --broker")
+    p.add_argument("--broker", metavar="URL", help="the MQTT broker: mqtt[s]://[user[:password]@]host[:port]")
 
 
 def register(subparsers: Any) -> None:
@@ -46,12 +51,17 @@ def play_match(args: argparse.Namespace, profile_a: str, profile_b: str, games: 
         console.print("[red]--games must be at least 1[/red]")
         return 2
     try:
+        mqtt = None
+        if args.transport == "mqtt":
+            if not args.broker:
+                raise ValueError("--transport mqtt needs --broker URL")
+            mqtt = MqttSettings.from_url(args.broker)
         runner = MatchRunner(
             profile_a, profile_b, settings=host_settings(args), seed=args.seed, console=console,
-            style=args.style, delay=args.delay, board_every=args.board_every,
+            style=args.style, delay=args.delay, board_every=args.board_every, mqtt=mqtt,
         )
         result: MatchResult = run(runner.run(games))
-    except (ProfileError, MatchError, ValueError) as exc:
+    except (ProfileError, MatchError, ValueError, ConnectFailed) as exc:
         console.print(f"[red]{exc}[/red]")
         return 2
     console.print(result_table(result))
