@@ -29,6 +29,7 @@ from bot import __version__
 from bot.config import BotProfile
 from bot.engine_interface import MoveEngine, SearchBudget
 from bot.fallback_setup import fallback_setup
+from bot.learning import OpponentMemory
 from engine_ext.game import Game, IllegalMove, Move, RulesOptions
 from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import SetupError, Square, get_ruleset
@@ -123,23 +124,6 @@ class OpponentPiece:
     moved: bool
 
 
-def choose_setup(
-    ruleset_name: str, side: Side, rng: random.Random, *, library: bool = True
-) -> dict[Square, Rank]:
-    """A setup from the setup library, or the fallback when the library is missing or fails."""
-    ruleset = get_ruleset(ruleset_name)
-    if library:
-        try:
-            from setups.generator import generate_setup
-
-            placement = generate_setup(ruleset, rng).placement(side)
-            ruleset.validate_setup(side, placement)
-            return placement
-        except Exception as exc:  # any failure of the library must not cost the game
-            log.warning("bot.setup_library_failed", error=repr(exc))
-    return fallback_setup(ruleset, side, rng)
-
-
 class EngineWorker:
     """A daemon thread that runs engine calls one after another.
 
@@ -197,9 +181,11 @@ class BotClient:
         *,
         select_profile: Callable[[str | None], BotProfile] | None = None,
         seed: int | None = None,
+        memory: OpponentMemory | None = None,
     ) -> None:
         self.profile = profile
         self.select_profile = select_profile
+        self.memory = memory or OpponentMemory()  # setups per profile, what is learnt per opponent
         self._seed = profile.seed if seed is None else seed
         self._rng = random.Random(self._seed)
         self.goodbye: asyncio.Event = asyncio.Event()
@@ -220,7 +206,8 @@ class BotClient:
         self.opponent_squares: set[Square] = set()
         self.game: Game | None = None
         self.pending_move: Move | None = None  # sent in answer to getAIMove, result not yet reported
-        self._setup_rejected = False
+        self.setup_name: str | None = None
+        self._rejected_setup: dict[Square, Rank] | None = None  # the setup the host refused, if it did
 
     def close(self) -> None:
         """Let the engine thread go (the client is done)."""
@@ -299,16 +286,28 @@ class BotClient:
             raise errors.InvalidParams(f"the game's options do not fit together: {exc}") from None
         if self.select_profile is not None:
             self.game_profile = self.select_profile(self.options.opponent)
-        # After a rejection, do not trust the library twice: the fallback is legal by construction.
-        self.own_setup = choose_setup(
-            self.options.ruleset, self.colour, self._rng, library=not self._setup_rejected
-        )
+        self.own_setup, self.setup_name = self._choose_setup(self.colour)
         self.engine = self.game_profile.create_engine(self._rng.randrange(2**32))
+        self.memory.prime_engine(self.engine, self.options.opponent)
         self.opponent_squares = set()
         self.phase = Phase.SETUP
         log.info("bot.setup", game=self.options.game_id, colour=str(self.colour),
                  opponent=self.options.opponent, profile=self.game_profile.name)
         return Ack()
+
+    def _choose_setup(self, colour: Side) -> tuple[dict[Square, Rank], str | None]:
+        """The profile's setup for this opponent, or after a refusal a different one; the fallback
+        (legal by construction) when the library fails, so a setup problem never costs the game."""
+        ruleset = get_ruleset(self.options.ruleset)
+        try:
+            chosen = self.memory.choose_setup(
+                self.game_profile, self.options.opponent, ruleset, colour, self._rng, rejected=self._rejected_setup
+            )
+            ruleset.validate_setup(colour, chosen.placement)
+            return chosen.placement, chosen.name
+        except Exception as exc:  # any library failure: see the docstring
+            log.warning("bot.setup_library_failed", error=repr(exc))
+            return fallback_setup(ruleset, colour, self._rng), None
 
     def _setup_piece(self, square: Square) -> GetAISetupPieceResult:
         if self.phase is not Phase.SETUP:
@@ -323,7 +322,7 @@ class BotClient:
         if self.phase is not Phase.SETUP:
             raise errors.OutOfOrder(f"illegalSetup in the {self.phase.value} phase (no setup to reject)")
         log.warning("bot.setup_rejected", reason=params.reason, attempts_left=params.attempts_left)
-        self._setup_rejected = True
+        self._rejected_setup = dict(self.own_setup)
         self.own_setup = {}
         self.phase = Phase.CONFIGURING
         return Ack()
@@ -450,6 +449,8 @@ class BotClient:
     def _game_over(self, params: GameOverParams) -> None:
         self.results.append(params)
         won = None if params.winner is None else params.winner == self.colour
+        self.memory.record(self.options.opponent, won=won, reason=params.reason, setup=self.setup_name,
+                           plies=params.plies, engine=self.engine, game_id=params.game_id)
         log.info("bot.game_over", game=params.game_id, winner=str(params.winner), reason=params.reason,
                  plies=params.plies, won=won, fallback_moves=self.fallback_moves)
         self._reset_game()

@@ -30,6 +30,7 @@ from rich.table import Table
 from bot.board_view import board_panel
 from bot.config import get_profile
 from bot.host import BotSession, GameResult, Host, HostSettings, Tally
+from bot.profiles import ProfileSet
 from engine_ext.game import Game, MoveResult
 from engine_ext.pieces import Side
 from protocol.mqtt import MqttSettings
@@ -77,8 +78,10 @@ class BotProcess:
     def __init__(
         self, contestant: Contestant, port: int, log_path: Path, *, mqtt: MqttSettings | None = None,
         state_dir: Path | None = None,
+        config: Path | None = None,
     ) -> None:
         self.contestant = contestant
+        self.config = config
         self.port = port
         self.log_path = log_path
         self.mqtt = mqtt
@@ -89,6 +92,8 @@ class BotProcess:
     def command(self) -> list[str]:
         c = self.contestant
         cmd = [sys.executable, "-m", "bot.cli", "bot", "--profile", c.profile]
+        if self.config is not None:
+            cmd += ["--config", str(self.config)]
         if self.mqtt is not None:
             cmd += ["--mqtt", self.mqtt.url, "--bot-id", f"{c.name}-{c.token[:6]}"]
             if self.mqtt.ca_file is not None:
@@ -170,9 +175,13 @@ class GameWatcher:
             await asyncio.sleep(self.delay)
 
 
-def contestants(profile_a: str, profile_b: str, seed: int | None) -> tuple[Contestant, Contestant]:
+def contestants(
+    profile_a: str, profile_b: str, seed: int | None, config: Path | None = None
+) -> tuple[Contestant, Contestant]:
+    profiles = ProfileSet.load(config) if config is not None else None
     for name in (profile_a, profile_b):
-        get_profile(name)  # fail before any process starts
+        # fail before any process starts
+        profiles.get(name) if profiles is not None else get_profile(name)
     seeds = random.Random(seed) if seed is not None else None
     same = profile_a == profile_b
 
@@ -200,8 +209,10 @@ class MatchRunner:
         connect_timeout: float = 30.0,
         log_dir: Path | None = None,
         mqtt: MqttSettings | None = None,
+        config: Path | None = None,
     ) -> None:
-        self.a, self.b = contestants(profile_a, profile_b, seed)
+        self.a, self.b = contestants(profile_a, profile_b, seed, config)
+        self.config = config  # the bots read their profiles from here
         base = settings or HostSettings()
         if mqtt is not None:  # a host id of its own on the broker: matches may share one
             mqtt = mqtt.model_copy(update={"host_id": f"match-{secrets.token_hex(4)}"})
@@ -224,7 +235,7 @@ class MatchRunner:
         port = await self.host.start()
         self.processes = {
             c.label: BotProcess(c, port, self.log_dir / f"{c.name}-{c.token[:6]}.log", mqtt=self.mqtt,
-                                state_dir=self.log_dir / "state" / f"{c.name}-{c.token[:6]}")
+                                state_dir=self.log_dir / "state" / f"{c.name}-{c.token[:6]}", config=self.config)
             for c in (self.a, self.b)
         }
         try:

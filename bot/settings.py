@@ -21,6 +21,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from bot.health import default_state_dir
+
 CONFIG_DIR_ENV = "PERSPECTO_CONFIG_DIR"
 MAIN_FILE = "perspecto.toml"
 ENV_PREFIX = "PERSPECTO_"
@@ -80,7 +82,7 @@ class LoggingSettings(BaseModel):
 class StateSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    dir: Path = Field(Path("state"), description="health file, resume journal, opponent store")
+    dir: Path = Field(default_factory=default_state_dir, description="health file, resume journal, opponent store")
     learn: bool = Field(True, description="keep what is learnt about each opponent and use it next game")
 
 
@@ -89,8 +91,8 @@ class DaemonSettings(BaseSettings):
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", case_sensitive=False
     )
 
-    connection: ConnectionSettings = Field(default_factory=ConnectionSettings)  # type: ignore[arg-type]
-    identity: IdentitySettings = Field(default_factory=IdentitySettings)  # type: ignore[arg-type]
+    connection: ConnectionSettings = Field(default_factory=ConnectionSettings)
+    identity: IdentitySettings = Field(default_factory=IdentitySettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     profile: str | None = Field(None, description="play this profile against everyone (no per-opponent choice)")

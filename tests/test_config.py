@@ -61,7 +61,7 @@ class TestSettings:
 
     def test_broken_toml_names_the_file(self, tmp_path: Path) -> None:
         write(tmp_path / "perspecto.toml", "[connection\n")
-        with pytest.raises(ConfigError, match="perspecto.toml"):
+        with pytest.raises(ConfigError, match=r"perspecto\.toml"):
             load_settings(tmp_path)
 
 

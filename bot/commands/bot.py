@@ -11,12 +11,16 @@ from rich.console import Console
 
 from bot import __version__
 from bot.client import BotClient
-from bot.config import BotProfile, ProfileError, default_profile_name, get_profile
+from bot.config import ProfileError
 from bot.daemon import BotDaemon, Connector, DaemonOptions
-from bot.health import default_state_dir, health_path
+from bot.health import health_path
 from bot.journal import GameJournal
+from bot.learning import OpponentMemory
 from bot.logging_setup import configure_logging
+from bot.opponent_store import OpponentStore
+from bot.profiles import ProfileSet
 from bot.runtime import run
+from bot.settings import ConfigError, ConnectionSettings, config_dir, load_settings
 from protocol.messages import PROTOCOL_VERSION, HelloParams
 from protocol.mqtt import MqttChannel, MqttSettings, bot_id_from_name, check_id
 from protocol.tcp import connect_with_backoff, parse_address
@@ -35,16 +39,20 @@ def register(subparsers: Any) -> None:
         "goodbye. SIGTERM/SIGINT: finish the game (or hand it back after --shutdown-grace) and exit 0; a "
         "second signal exits at once. Writes a heartbeat for `perspecto health` (docs/operating.md).",
     )
-    p.add_argument("--profile", default=None, help="bot profile (default: perspecto if available, else random)")
-    p.add_argument("--connect", default="127.0.0.1:7575", metavar="HOST:PORT", help="default %(default)s")
+    p.add_argument("--config", help="configuration directory (default $PERSPECTO_CONFIG_DIR or ./config); "
+                   "command-line options win over it")
+    p.add_argument("--profile", default=None,
+                   help="play this profile against everyone (default: chosen per opponent from the profiles)")
+    p.add_argument("--connect", default=None, metavar="HOST:PORT",
+                   help="the host (default: connection.host and connection.port of the configuration)")
     add_mqtt_arguments(p, "use MQTT instead of TCP")
     p.add_argument("--bot-id", help="this bot's id in MQTT topics and its journal (default: from the name)")
     p.add_argument("--name", help="name to give the host (default: the profile's)")
     p.add_argument("--token", help="token, if the host asks for one")
     p.add_argument("--seed", type=int, help="seed for setups, engine and fallback moves")
-    p.add_argument("--connect-attempts", type=int, default=50, help="attempts before giving up (default %(default)s)")
-    p.add_argument("--max-reconnects", type=int, default=5,
-                   help="sessions in a row that may fail before hello (default %(default)s)")
+    p.add_argument("--connect-attempts", type=int, default=None, help="attempts before giving up (default 50)")
+    p.add_argument("--max-reconnects", type=int, default=None,
+                   help="sessions in a row that may fail before hello (default 5)")
     p.add_argument("--idle-timeout", type=float, help="drop the connection after this many seconds of silence")
     p.add_argument("--state-dir", type=Path, help="heartbeat and journal (default $PERSPECTO_STATE_DIR, else "
                    "~/.local/state/perspecto)")
@@ -52,7 +60,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--shutdown-grace", type=float, default=60.0,
                    help="seconds a signalled bot may take to finish its game (default %(default)s)")
     p.add_argument("--health-interval", type=float, default=5.0, help="seconds between heartbeats")
-    p.add_argument("--log-level", default="info", help="debug, info, warning or error (default %(default)s)")
+    p.add_argument("--log-level", default=None, help="debug, info, warning or error (default: the configuration's)")
+    p.add_argument("--no-learn", action="store_true", help="keep nothing about opponents across games")
     p.set_defaults(func=main)
 
 
@@ -81,37 +90,72 @@ def mqtt_settings(args: argparse.Namespace, **extra: Any) -> MqttSettings:
     return settings
 
 
+def mqtt_from_settings(conn: ConnectionSettings, link_timeout: float) -> MqttSettings:
+    """The broker settings of perspecto.toml's [connection] (the password from the environment)."""
+    options: dict[str, Any] = {"ca_file": conn.tls_ca_file, "cert_file": conn.tls_cert_file,
+                               "key_file": conn.tls_key_file, "tls_insecure": conn.tls_insecure or None,
+                               "link_timeout": link_timeout}
+    if conn.username:
+        options["username"] = conn.username
+    if conn.password is not None:
+        options["password"] = conn.password.get_secret_value()
+    return MqttSettings.from_url(conn.mqtt_url, **options)
+
+
 def main(args: argparse.Namespace) -> int:
-    configure_logging(args.log_level)
     try:
-        profile = get_profile(args.profile or default_profile_name())
-        name = args.name or profile.name
+        settings = load_settings(args.config)
+        profiles = ProfileSet.load(config_dir(args.config), settings.default_profile)
+    except (ConfigError, ProfileError) as exc:
+        Console(stderr=True).print(f"configuration error:\n{exc}", markup=False, highlight=False)
+        return 2
+    configure_logging(args.log_level or settings.logging.level, settings.logging.format)
+    conn = settings.connection
+    attempts = args.connect_attempts or conn.connect_attempts
+    try:
+        forced = args.profile or settings.profile
+        profile = profiles.get(forced) if forced else profiles.select(None)
+        name = args.name or settings.identity.name
         bot_id = check_id(args.bot_id, "bot id") if args.bot_id else bot_id_from_name(name)
         connect: Connector
-        if args.mqtt:
-            settings = mqtt_settings(args, link_timeout=args.link_timeout or DEFAULT_LINK_TIMEOUT)
+        link_timeout = args.link_timeout or DEFAULT_LINK_TIMEOUT
+        if args.mqtt or (args.connect is None and conn.transport == "mqtt"):
+            if args.mqtt:
+                mqtt = mqtt_settings(args, link_timeout=link_timeout)
+            else:
+                mqtt = mqtt_from_settings(conn, link_timeout)
             transport = "mqtt"
 
             def connect() -> Any:
-                return MqttChannel.open(settings, bot_id, name=name, connect_attempts=args.connect_attempts)
+                return MqttChannel.open(mqtt, bot_id, name=name, connect_attempts=attempts)
         else:
-            host, port = parse_address(args.connect)
+            host, port = parse_address(args.connect) if args.connect else (conn.host, conn.port)
             transport = "tcp"
 
             def connect() -> Any:
-                return connect_with_backoff(host, port, attempts=args.connect_attempts)
+                return connect_with_backoff(host, port, attempts=attempts)
     except (ProfileError, ValueError) as exc:
         Console(stderr=True).print(f"[red]{exc}[/red]")
         return 2
-    state_dir = args.state_dir or default_state_dir()
-    return run(_daemon(args, profile, name, bot_id, connect, transport, state_dir))
+    state_dir = args.state_dir or settings.state.dir
+    token = args.token or (settings.identity.token.get_secret_value() if settings.identity.token else None)
+    store = None if args.no_learn or not settings.state.learn else OpponentStore(state_dir / "opponents.sqlite")
+    client = BotClient(profile, select_profile=None if forced else profiles.select, seed=args.seed,
+                       memory=OpponentMemory(store))
+    args.token = token
+    args.max_reconnects = args.max_reconnects if args.max_reconnects is not None else conn.max_reconnects
+    args.idle_timeout = args.idle_timeout or conn.idle_timeout
+    try:
+        return run(_daemon(args, client, name, bot_id, connect, transport, state_dir))
+    finally:
+        if store is not None:
+            store.close()
 
 
 async def _daemon(
-    args: argparse.Namespace, profile: BotProfile, name: str, bot_id: str, connect: Connector, transport: str,
+    args: argparse.Namespace, client: BotClient, name: str, bot_id: str, connect: Connector, transport: str,
     state_dir: Path,
 ) -> int:
-    client = BotClient(profile, seed=args.seed)
     hello = HelloParams(name=name, version=__version__, protocol=PROTOCOL_VERSION, token=args.token)
     journal = None if args.no_journal else GameJournal(state_dir / "journal", bot_id)
     options = DaemonOptions(

@@ -57,7 +57,7 @@ def profile_problems(profile: BotProfile) -> list[str]:
         from setups.choice import SetupChooser
 
         SetupChooser(profile.setup, get_ruleset("classic"))
-    except Exception as exc:  # noqa: BLE001 - any failure is reported as the profile's problem
+    except Exception as exc:  # any failure is the profile's problem
         problems.append(f"profile {profile.name!r}: setup: {exc}")
     return problems
 

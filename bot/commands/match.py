@@ -12,12 +12,15 @@ from bot.config import ProfileError, builtin_profiles
 from bot.logging_setup import configure_logging
 from bot.match import MatchError, MatchResult, MatchRunner, result_summary, result_table
 from bot.runtime import run
+from bot.settings import config_dir
 from engine_ext.pieces import RANK_STYLES
 from protocol.errors import ConnectFailed
 from protocol.mqtt import MqttSettings
 
 
 def add_view_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="configuration directory whose profiles/ the bots may name "
+                   "(default $PERSPECTO_CONFIG_DIR or ./config)")
     p.add_argument("--seed", type=int, help="seed both bots (reproducible games)")
     p.add_argument("--style", default="american", choices=RANK_STYLES, help="rank symbols (default %(default)s)")
     p.add_argument("--delay", type=float, default=0.0, help="seconds between shown moves of a single game")
@@ -59,6 +62,7 @@ def play_match(args: argparse.Namespace, profile_a: str, profile_b: str, games: 
         runner = MatchRunner(
             profile_a, profile_b, settings=host_settings(args), seed=args.seed, console=console,
             style=args.style, delay=args.delay, board_every=args.board_every, mqtt=mqtt,
+            config=config_dir(args.config).resolve(),
         )
         result: MatchResult = run(runner.run(games))
     except (ProfileError, MatchError, ValueError, ConnectFailed) as exc:

@@ -1,0 +1,94 @@
+"""What the bot carries from one game against an opponent to the next.
+
+``OpponentMemory`` sits between the client and the opponent store: it picks the game's setup with the
+profile's ``SetupChooser`` (never the last setup played against that opponent unless the profile
+allows it), starts the engine from the estOppFear learnt in earlier games (thesis 10.3.3), and writes
+each finished game back. With no store (``state.learn = false``) it still chooses setups by the
+profile, only without history across processes.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from bot.config import BotProfile
+from bot.opponent_store import OpponentStore
+from engine_ext.pieces import Rank, Side
+from engine_ext.rulesets import Ruleset, Square
+
+log = structlog.get_logger()
+
+
+def _fear_holder(engine: Any) -> Any | None:
+    """The object with an ``est_opp_fear`` attribute: the engine, or the engine a wrapper holds."""
+    for candidate in (engine, getattr(engine, "engine", None)):
+        if candidate is not None and hasattr(candidate, "est_opp_fear"):
+            return candidate
+    return None
+
+
+@dataclass
+class ChosenSetup:
+    name: str
+    placement: dict[Square, Rank]
+
+
+@dataclass
+class OpponentMemory:
+    store: OpponentStore | None = None
+    # Without a store, the last setup per opponent is still remembered for this process's life.
+    _last_setup: dict[str, str] = field(default_factory=dict)
+
+    def choose_setup(
+        self, profile: BotProfile, opponent: str | None, ruleset: Ruleset, side: Side, rng: random.Random,
+        rejected: dict[Square, Rank] | None = None,
+    ) -> ChosenSetup:
+        from setups.choice import SetupChooser
+        from setups.notation import Setup
+
+        chooser = SetupChooser(profile.setup, ruleset, rng=rng)
+        if rejected is not None:
+            setup = chooser.alternative(Setup.from_placement(ruleset, side, rejected))
+            return ChosenSetup("alternative", setup.placement(side))
+        key = opponent or ""
+        previous = self._last_setup.get(key)
+        if previous is None and self.store is not None:
+            previous = self.store.history(key).last_setup
+        named = chooser.choose(previous)
+        self._last_setup[key] = named.name
+        return ChosenSetup(named.name, named.setup.placement(side))
+
+    def prime_engine(self, engine: Any, opponent: str | None) -> None:
+        """Start the engine from the fear estimate of earlier games against this opponent."""
+        if self.store is None or not opponent:
+            return
+        learnt = self.store.history(opponent).est_opp_fear
+        holder = _fear_holder(engine)
+        if learnt is not None and holder is not None:
+            holder.est_opp_fear = learnt
+            log.info("bot.learnt_fear_used", opponent=opponent, est_opp_fear=round(learnt, 3))
+
+    def record(
+        self, opponent: str | None, *, won: bool | None, reason: str, setup: str | None, plies: int,
+        engine: Any, game_id: str,
+    ) -> None:
+        if self.store is None or not opponent:
+            return
+        forfeit = reason.startswith("forfeit")
+        if won is None:
+            result = "draw"
+        elif won:
+            result = "forfeit_win" if forfeit else "win"
+        else:
+            result = "forfeit_loss" if forfeit else "loss"
+        holder = _fear_holder(engine)
+        fear = float(holder.est_opp_fear) if holder is not None else None
+        try:
+            self.store.record_game(opponent, result, reason=reason, setup=setup, plies=plies,
+                                   est_opp_fear=fear, game_id=game_id)
+        except Exception as exc:  # a full disk must not cost the next game
+            log.warning("bot.store_write_failed", opponent=opponent, error=repr(exc))
