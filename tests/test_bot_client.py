@@ -265,7 +265,7 @@ async def test_an_illegal_opponent_move_is_refused_and_the_view_is_kept() -> Non
     assert_view_matches(client, referee)
 
 
-async def test_illegal_setup_gets_a_new_setup_from_the_fallback() -> None:
+async def test_illegal_setup_gets_a_different_legal_setup() -> None:
     client = BotClient(get_profile("random"), seed=8)
     host = FakeHost(client, Side.RED, ruleset="barrage")
     first = await host.set_up()
