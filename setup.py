@@ -6,6 +6,10 @@ from setuptools import Extension, setup
 EXTENSIONS = [
     Extension("engine_ext.core", ["engine_ext/core.pyx"], extra_compile_args=["-O3"]),
     Extension("engine_ext.strategic", ["engine_ext/strategic.pyx"], extra_compile_args=["-O3"]),
+    Extension("engine_ext.knowledge", ["engine_ext/knowledge.pyx"], extra_compile_args=["-O3"]),
+    Extension("engine_ext.evaluation", ["engine_ext/evaluation.pyx"], extra_compile_args=["-O3"]),
+    Extension("engine_ext.search", ["engine_ext/search.pyx"], extra_compile_args=["-O3", "-fopenmp"],
+              extra_link_args=["-fopenmp"]),
 ]
 
 setup(

@@ -1,0 +1,203 @@
+"""Engine settings: one pydantic model, the built-in profiles, and the plain parameters a search takes.
+
+Every number the thesis fixes is a field here with the thesis's value as default; docs/engine.md says
+what each does. A bad key is an error that names it (``extra="forbid"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from engine_ext.scales import ScaleError, ValueScale, get_scale
+
+EngineKind = Literal["random", "minimax", "expectiminimax", "pemm", "perspecto"]
+ENGINE_KINDS: tuple[str, ...] = ("random", "minimax", "expectiminimax", "pemm", "perspecto")
+
+
+class FearSettings(BaseModel):
+    """The psychological model (9.3)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    own_fear_min: float = Field(0.2, ge=0.0, le=1.0, description="ownFear is drawn from [min, max]")
+    own_fear_max: float = Field(0.5, ge=0.0, le=1.0)
+    own_fear_redraw: Literal["move", "game"] = Field(
+        "move", description="draw ownFear anew before every move (the thesis's games) or once a game")
+    est_opp_fear_start: float = Field(0.3, ge=0.0, le=1.0, description="estOppFear at the start")
+    est_own_fear: float | None = Field(
+        None, ge=0.0, le=1.0, description="fixed estOwnFear; None: midway between ownFear and estOppFear")
+    opponent_attacks_unknown: float = Field(
+        -0.04, description="their known piece above lieutenant attacks our unknown moved piece")
+    we_attack_with_unknown: float = Field(
+        -0.02, description="we attack a known piece of theirs with an unknown moved piece")
+    opponent_declines_attack: float = Field(
+        0.04, description="their known piece above lieutenant could attack our unknown moved piece and "
+        "does not (once a pair of pieces a game)")
+
+    @model_validator(mode="after")
+    def _range(self) -> FearSettings:
+        if self.own_fear_min > self.own_fear_max:
+            raise ValueError(f"own_fear_min {self.own_fear_min} is above own_fear_max {self.own_fear_max}")
+        return self
+
+
+class EngineSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    engine: EngineKind = "perspecto"
+    # Search shape.
+    max_depth: int = Field(9, ge=1, le=24, description="plies searched, the root move being ply 1")
+    variable_depth: bool = Field(True, description="Perspecto's variable depth (9.4)")
+    full_plies: int = Field(4, ge=1, description="plies 1..full_plies search every local move")
+    en_prise_plies: int = Field(5, ge=1, description="up to this ply also moves into reach of an opponent")
+    last_piece_plies: int = Field(8, ge=1, description="up to this ply also the last moved piece's moves")
+    depth_step: int = Field(1, ge=1, le=4, description="iterative deepening: plies added an iteration "
+                            "beyond the full plies (the first iterations go one ply at a time)")
+    local_radius: int = Field(2, ge=-1, description="local search radius (7.4); -1: global search")
+    average_margin: float = Field(3.0, ge=0.0, description="opponent moves this close to its best are averaged")
+    failed_attack_passive: bool = Field(True, description="an unknown piece's failed attack on a known "
+                                        "one counts as the passive move (8.3)")
+    scout_runs: bool = Field(False, description="known scouts make range moves below the root; the "
+                             "thesis leaves scouts' long strikes to the strategic search (9.2)")
+    search_two_squares: bool = Field(True, description="apply the two-squares rule inside the search")
+    # Psychology.
+    psychology: bool = True
+    fear: FearSettings = Field(default_factory=FearSettings)
+    # Evaluation.
+    scale: str = Field("thesis", description="thesis, JM, KS, MS, SA, VB or the path of a scale file")
+    default_flag_value: float = Field(300.0, gt=0.0, description="the flag's value when the scale gives none")
+    capture_decay: float = Field(0.95, gt=0.0, le=1.0, description="captures lose this factor every two plies")
+    advance_bonus: float = Field(0.0, description="Table 5: per row a piece (not a scout) advances")
+    reveal_factor: float = Field(0.0, ge=0.0, description="Table 5: a piece that becomes known loses this share")
+    reveal_bomb: float = Field(0.0, ge=0.0, description="Table 5: a bomb that becomes known loses this")
+    random_amplitude: float = Field(2.0, ge=0.0, description="the random term lies in [-a, a]")
+    seed: int | None = Field(None, description="seed of the random term, ownFear and the random mover")
+    # Strategic search.
+    strategic: bool = Field(True, description="add the strategic search's scores at the root (9.2)")
+    strategic_weight: float = Field(1.0, ge=0.0)
+    # Time and hardware.
+    threads: int = Field(1, ge=1, le=8, description="search threads sharing the root moves")
+    time_use: float = Field(1.0, gt=0.0, le=1.0, description="share of the soft time budget to plan for")
+
+    @field_validator("scale")
+    @classmethod
+    def _scale_exists(cls, value: str) -> str:
+        try:
+            get_scale(value)
+        except ScaleError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _plies(self) -> EngineSettings:
+        if not self.full_plies <= self.en_prise_plies <= self.last_piece_plies:
+            raise ValueError("need full_plies <= en_prise_plies <= last_piece_plies")
+        return self
+
+    def value_scale(self) -> ValueScale:
+        return get_scale(self.scale)
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """Everything one search needs, as plain values (the compiled and the reference search take it)."""
+
+    algorithm: str  # minimax | expectiminimax | pemm
+    max_depth: int
+    variable_depth: bool
+    full_plies: int
+    en_prise_plies: int
+    last_piece_plies: int
+    radius: int
+    two_squares: int  # 0: not applied in the search
+    passive_fail: bool
+    average_margin: float
+    psychology: bool
+    own_fear: float
+    est_opp_fear: float
+    est_own_fear: float
+    base: tuple[float, ...]  # rank values by rank code 0..12
+    special: tuple[float, ...]
+    default_flag_value: float
+    decay: float
+    reveal_factor: float
+    reveal_bomb: float
+    advance: float
+    random_amplitude: float
+    random_key: int
+    strategic_weight: float
+    threads: int = 1
+    depth_step: int = 1
+    scout_runs: bool = False
+
+
+def search_params(
+    settings: EngineSettings,
+    *,
+    own_fear: float = 0.0,
+    est_opp_fear: float = 0.0,
+    est_own_fear: float = 0.0,
+    random_key: int = 0,
+    two_squares: int | None = None,
+    max_depth: int | None = None,
+) -> SearchParams:
+    if settings.engine == "random":
+        raise ValueError("the random mover does not search")
+    scale = settings.value_scale()
+    algorithm = "pemm" if settings.engine in ("pemm", "perspecto") else settings.engine
+    return SearchParams(
+        algorithm=algorithm,
+        max_depth=max_depth or settings.max_depth,
+        variable_depth=settings.variable_depth,
+        full_plies=settings.full_plies,
+        en_prise_plies=settings.en_prise_plies,
+        last_piece_plies=settings.last_piece_plies,
+        radius=settings.local_radius,
+        two_squares=(two_squares or 0) if settings.search_two_squares else 0,
+        passive_fail=settings.failed_attack_passive,
+        average_margin=settings.average_margin,
+        psychology=settings.psychology,
+        own_fear=own_fear,
+        est_opp_fear=est_opp_fear,
+        est_own_fear=est_own_fear,
+        base=scale.base_array(),
+        special=scale.special_array(),
+        default_flag_value=settings.default_flag_value,
+        decay=settings.capture_decay,
+        reveal_factor=settings.reveal_factor,
+        reveal_bomb=settings.reveal_bomb,
+        advance=settings.advance_bonus,
+        random_amplitude=settings.random_amplitude,
+        random_key=random_key,
+        strategic_weight=settings.strategic_weight if settings.strategic else 0.0,
+        threads=settings.threads,
+        depth_step=settings.depth_step,
+        scout_runs=settings.scout_runs,
+    )
+
+
+# The thesis's first tests (section 8) used a fixed depth of five plies, local search, and the early
+# evaluation: Table 4's values with Table 5's advance bonus and penalties for known pieces.
+_SECTION_8: dict[str, Any] = dict(
+    max_depth=5, variable_depth=False, psychology=False, average_margin=0.0, capture_decay=1.0,
+    strategic=False, advance_bonus=1.0, reveal_factor=0.2, reveal_bomb=15.0,
+)
+
+BUILTIN_ENGINE_SETTINGS: dict[str, EngineSettings] = {
+    "random": EngineSettings(engine="random", psychology=False, strategic=False),
+    "minimax": EngineSettings(engine="minimax", failed_attack_passive=False, **_SECTION_8),
+    "expectiminimax": EngineSettings(engine="expectiminimax", failed_attack_passive=False,
+                                     **_SECTION_8),
+    "pemm": EngineSettings(engine="pemm", **_SECTION_8),
+    "perspecto": EngineSettings(),
+}
+
+
+def builtin_settings(name: str) -> EngineSettings:
+    try:
+        return BUILTIN_ENGINE_SETTINGS[name].model_copy(deep=True)
+    except KeyError:
+        raise ValueError(f"unknown engine profile {name!r} (known: {', '.join(BUILTIN_ENGINE_SETTINGS)})") from None

@@ -1,0 +1,263 @@
+"""The engine facade: legal moves under the configured rules, deadlines, the stop event, the GIL,
+reproducibility, settings, profiles and time management."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from engine_ext.engine import Engine, EngineChoice, EngineMove, engine_factory, initial_counts
+from engine_ext.game import Game, RulesOptions
+from engine_ext.notation import Move
+from engine_ext.pieces import Rank, Side
+from engine_ext.rulesets import CLASSIC, MINI, Square
+from engine_ext.search import SearchRunner
+from engine_ext.selfplay import play_game, semi_random_game
+from engine_ext.settings import BUILTIN_ENGINE_SETTINGS, EngineSettings, builtin_settings, search_params
+from engine_ext.timeman import TimeLimits, TimeManager
+
+PROFILES = ["random", "minimax", "expectiminimax", "pemm", "perspecto"]
+
+
+def quick(profile: str, **changes: Any) -> Engine:
+    """A profile limited in depth so that it always finishes (deterministic, quick)."""
+    settings = builtin_settings(profile)
+    depth = {"perspecto": 5, "pemm": 3}.get(profile, 3)
+    return Engine(settings.model_copy(update={"max_depth": min(settings.max_depth, depth), "seed": 3, **changes}))
+
+
+def choose(engine: Engine, game: Game, soft: float = 30.0, hard: float = 60.0,
+           stop: threading.Event | None = None) -> EngineChoice:
+    now = time.monotonic()
+    return engine.choose_move(game, now + soft, now + hard, stop)
+
+
+def classic_midgame(plies: int = 40, seed: int = 1) -> Game:
+    game = semi_random_game(RulesOptions(ruleset=CLASSIC), seed)
+    red, blue = quick("minimax"), quick("minimax")
+    engines = {Side.RED: red, Side.BLUE: blue}
+    for side, engine in engines.items():
+        engine.start_game(game.view(side), side)
+    while game.referee.ply < plies and game.result is None:
+        side = game.referee.side_to_move
+        game.play(choose(engines[side], game.view(side)).move)
+    return game.view(game.referee.side_to_move)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_move_is_legal_in_the_players_view(profile: str) -> None:
+    game = semi_random_game(RulesOptions(ruleset=MINI, move_limit=60), 4)
+    engine, other = quick(profile), quick("random")
+    engine.start_game(game.view(Side.RED), Side.RED)
+    other.start_game(game.view(Side.BLUE), Side.BLUE)
+    while game.result is None:
+        side = game.referee.side_to_move
+        view = game.view(side)
+        choice = choose(engine if side == Side.RED else other, view)
+        assert choice.move in view.legal_moves()
+        game.play(choice.move)
+        engine.observe(game.view(Side.RED), game.view(Side.RED).history[-1])
+
+
+def two_squares_position() -> Game:
+    # Our general has gone C3-C4-C3 (the limit is 2); their known scout now steps to C4, next to it.
+    # Taking it would be a third move between C3 and C4: the rule forbids it, the engine must not play it.
+    red = {Square.parse("A1"): Rank.FLAG, Square.parse("C3"): Rank.GENERAL}
+    blue = {Square.parse("J10"): Rank.FLAG, Square.parse("D4"): Rank.SCOUT, Square.parse("J8"): Rank.SERGEANT}
+    game = Game(RulesOptions(ruleset=CLASSIC, two_squares=2, more_squares=False), red, blue, validate_setups=False)
+    for text in ("C3-C4", "J8-J7", "C4-C3", "D4-C4"):
+        game.play(Move.parse(text))
+    return game
+
+
+@pytest.mark.parametrize("profile", ["minimax", "expectiminimax", "pemm", "perspecto"])
+def test_two_squares_rule_is_obeyed(profile: str) -> None:
+    game = two_squares_position()
+    forbidden = Move.parse("C3-C4")
+    assert forbidden not in game.legal_moves()
+    choice = choose(quick(profile), game)
+    assert choice.move != forbidden
+    assert choice.move in game.legal_moves()
+
+
+def test_more_squares_rule_is_obeyed() -> None:
+    # Our marshal chases their sergeant round the square E8-F8-F9-E9; E9-E8 would repeat a position
+    # of the chase, which the more-squares rule forbids.
+    red = {Square.parse("E7"): Rank.MARSHAL, Square.parse("J1"): Rank.FLAG, Square.parse("A4"): Rank.SCOUT}
+    blue = {Square.parse("F8"): Rank.SERGEANT, Square.parse("A10"): Rank.FLAG, Square.parse("J7"): Rank.SCOUT}
+    game = Game(RulesOptions(ruleset=CLASSIC, two_squares=5, more_squares=True), red, blue, validate_setups=False)
+    for text in ("E7-E8", "F8-F9", "E8-F8", "F9-E9", "F8-F9", "E9-E8", "F9-E9", "E8-F8"):
+        game.play(Move.parse(text))
+    assert Move.parse("E9-E8") not in game.legal_moves()
+    for profile in ("minimax", "expectiminimax", "pemm", "perspecto"):
+        assert choose(quick(profile), game).move in game.legal_moves()
+
+
+def test_abort_deadline_cuts_a_running_iteration() -> None:
+    view = classic_midgame()
+    settings = builtin_settings("perspecto").model_copy(update={"local_radius": -1, "max_depth": 24})
+    params = search_params(settings, two_squares=5)
+    runner = SearchRunner(view.position, int(view.side_to_move), initial_counts(view), params)
+    start = time.monotonic()
+    result = runner.run(view.legal_codes(), start + 100.0, start + 0.3)
+    assert result["aborted"]
+    assert 0 < result["depth"] < 24
+    assert time.monotonic() < start + 0.3 + 0.25
+
+
+def test_hard_deadline_and_stop_event() -> None:
+    view = classic_midgame()
+    engine = Engine(builtin_settings("perspecto").model_copy(update={"local_radius": -1, "max_depth": 24}))
+    # Soft and hard deadline together: never past the hard one, a legal move back.
+    start = time.monotonic()
+    choice = engine.choose_move(view, start + 0.3, start + 0.3)
+    assert time.monotonic() < start + 0.3 + 0.25
+    assert choice.move in view.legal_moves()
+    # The stop event ends a search long before its deadlines.
+    stop = threading.Event()
+    threading.Timer(0.2, stop.set).start()
+    engine = Engine(builtin_settings("perspecto").model_copy(update={"local_radius": -1, "max_depth": 24,
+                                                                      "time_use": 1.0}))
+    choice = choose(engine, view, soft=30.0, hard=60.0, stop=stop)
+    assert choice.elapsed < 10.0
+    assert choice.move in view.legal_moves()
+    # Already set: the search stops at once.
+    choice = choose(engine, view, stop=stop)
+    assert choice.move in view.legal_moves()
+    assert any("stopped early" in reason for reason in choice.reasons)
+
+
+def test_search_releases_the_gil() -> None:
+    view = classic_midgame()
+    engine = Engine(builtin_settings("perspecto").model_copy(update={"local_radius": -1, "max_depth": 24}))
+    done = threading.Event()
+
+    def think() -> None:
+        choose(engine, view, soft=0.8, hard=1.0)
+        done.set()
+
+    worker = threading.Thread(target=think)
+    counted = 0
+    worker.start()
+    time.sleep(0.05)  # the search is under way
+    while not done.is_set():
+        counted += 1  # Python bytecode on this thread: impossible while the search held the GIL
+    worker.join()
+    assert counted > 10_000
+
+
+def test_same_seed_same_game() -> None:
+    def record() -> list[str]:
+        game = semi_random_game(RulesOptions(ruleset=MINI, move_limit=40), 9)
+        red, blue = quick("perspecto"), quick("perspecto")
+        play_game(game, red, blue, move_seconds=30.0)
+        return [str(r.move) for r in game.referee.history]
+
+    assert record() == record()
+
+
+def test_random_mover_is_seeded() -> None:
+    game = semi_random_game(RulesOptions(ruleset=CLASSIC), 2).view(Side.RED)
+    moves_a = [choose(Engine(EngineSettings(engine="random", seed=5)), game).move for _ in range(3)]
+    moves_b = [choose(Engine(EngineSettings(engine="random", seed=5)), game).move for _ in range(3)]
+    assert moves_a == moves_b
+
+
+def test_choice_reasons_say_why() -> None:
+    view = classic_midgame()
+    choice = choose(Engine(builtin_settings("perspecto").model_copy(update={"seed": 1})), view)
+    assert choice.depth == 9
+    assert choice.nodes > 0
+    text = " | ".join(choice.reasons)
+    assert "p-e-minimax to ply 9" in text
+    assert "over the passive move" in text
+    assert "ownFear" in text and "estOppFear" in text
+    assert str(choice.move) in text
+
+
+def test_only_legal_move_is_returned_at_once() -> None:
+    # Our sergeant on B2 is boxed in by our own bombs but for B3.
+    red = {Square.parse(s): r for s, r in {"A1": Rank.FLAG, "B1": Rank.BOMB, "A2": Rank.BOMB,
+                                           "C2": Rank.BOMB, "B2": Rank.SERGEANT}.items()}
+    blue = {Square.parse("J10"): Rank.FLAG, Square.parse("J9"): Rank.SCOUT}
+    game = Game(RulesOptions(ruleset=CLASSIC), red, blue, validate_setups=False)
+    assert game.legal_moves() == [Move.parse("B2-B3")]
+    choice = choose(Engine(), game)
+    assert choice.move == Move.parse("B2-B3")
+    assert choice.reasons == ("the only legal move",)
+
+
+# --- settings and profiles ----------------------------------------------------------------------
+
+
+def test_builtin_profiles() -> None:
+    assert list(BUILTIN_ENGINE_SETTINGS) == PROFILES
+    assert BUILTIN_ENGINE_SETTINGS["perspecto"] == EngineSettings()
+    perspecto = BUILTIN_ENGINE_SETTINGS["perspecto"]
+    assert (perspecto.max_depth, perspecto.local_radius, perspecto.average_margin) == (9, 2, 3.0)
+    assert perspecto.strategic and perspecto.psychology and perspecto.variable_depth
+    assert not BUILTIN_ENGINE_SETTINGS["pemm"].strategic
+    for name in ("minimax", "expectiminimax", "pemm"):
+        baseline = BUILTIN_ENGINE_SETTINGS[name]
+        assert (baseline.max_depth, baseline.variable_depth, baseline.advance_bonus) == (5, False, 1.0)
+    assert Engine("minimax").name == "minimax"
+
+
+def test_settings_name_a_bad_key() -> None:
+    with pytest.raises(ValidationError, match="max_dept"):
+        EngineSettings.model_validate({"max_dept": 3})
+    with pytest.raises(ValidationError, match="own_fear"):
+        EngineSettings.model_validate({"fear": {"own_fear": 0.3}})
+    with pytest.raises(ValidationError, match="engine"):
+        EngineSettings.model_validate({"engine": "alphazero"})
+    with pytest.raises(ValidationError, match="full_plies"):
+        EngineSettings(full_plies=6, en_prise_plies=5)
+
+
+def test_engine_factory_for_the_bot() -> None:
+    make = engine_factory("perspecto")
+    move_engine = make({"max_depth": 3, "fear": {"est_opp_fear_start": 0.5}}, 11)
+    assert isinstance(move_engine, EngineMove)
+    assert move_engine.engine.settings.seed == 11
+    assert move_engine.engine.est_opp_fear == 0.5
+
+    class Budget:
+        soft_deadline = time.monotonic() + 5
+        hard_deadline = time.monotonic() + 10
+        stop = threading.Event()
+
+    game = semi_random_game(RulesOptions(ruleset=MINI), 1).view(Side.RED)
+    assert move_engine.choose_move(game, Budget()) in game.legal_moves()
+    assert move_engine.last_choice is not None
+    with pytest.raises(ValueError, match="unknown engine profile"):
+        engine_factory("deep-blue")
+    with pytest.raises(ValidationError):
+        make({"nonsense": 1}, None)
+
+
+# --- time management ---------------------------------------------------------------------------
+
+
+def test_time_manager_keeps_the_tournament_limits() -> None:
+    manager = TimeManager(TimeLimits(max_per_move=15.0, average_per_move=5.0, safety=0.5))
+    budget = manager.budget(now=100.0)
+    assert budget.soft_deadline == pytest.approx(105.0)
+    assert budget.hard_deadline == pytest.approx(114.5)  # 3 x soft, capped at 15 - 0.5
+    # Quick moves bank time; the soft budget grows, the hard one never passes the limit.
+    for _ in range(20):
+        manager.record(0.5)
+    assert manager.bank == pytest.approx(90.0)
+    assert manager.soft_seconds() == pytest.approx(14.5)
+    assert manager.hard_seconds() == pytest.approx(14.5)
+    # Slow moves spend the bank: the soft budget shrinks, never below a floor.
+    for _ in range(40):
+        manager.record(14.5)
+    assert manager.soft_seconds() == pytest.approx(0.05)
+    assert manager.average_used > 5.0
+    assert TimeManager(time_use=0.5).soft_seconds() == pytest.approx(2.5)
+    with pytest.raises(ValueError):
+        TimeLimits(max_per_move=4.0, average_per_move=5.0)

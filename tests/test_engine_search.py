@@ -1,0 +1,196 @@
+"""The compiled searches against the plain reference (engine_ext/reference_search.py) on tiny
+positions: the same values, the same nodes, the same move; and a few tactics by hand."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from engine_ext.core import Position
+from engine_ext.engine import initial_counts
+from engine_ext.game import Game, RulesOptions
+from engine_ext.knowledge import KnowledgeView
+from engine_ext.pieces import Rank, Side
+from engine_ext.reference_search import Reference, best_index
+from engine_ext.rulesets import CLASSIC, MINI, Square
+from engine_ext.search import SearchRunner
+from engine_ext.selfplay import semi_random_game
+from engine_ext.settings import SearchParams, builtin_settings, search_params
+
+
+def mini_view(seed: int, plies: int | None = None) -> Game:
+    """A MINI game after some random plies, as the side to move sees it."""
+    game = semi_random_game(RulesOptions(ruleset=MINI), seed)
+    rng = random.Random(seed)
+    for _ in range(plies if plies is not None else rng.randint(4, 30)):
+        if game.result is not None:
+            break
+        game.play(rng.choice(game.referee.legal_moves()))
+    assert game.result is None
+    return game.view(game.referee.side_to_move)
+
+
+def params_for(profile: str, **changes: Any) -> SearchParams:
+    settings = builtin_settings(profile).model_copy(update={"random_amplitude": 0.0, **changes})
+    return search_params(settings, own_fear=0.3, est_opp_fear=0.35, est_own_fear=0.32, two_squares=5)
+
+
+def compare(view: Game, params: SearchParams, depth: int) -> None:
+    moves = view.legal_codes()
+    me = int(view.side_to_move)
+    compiled = SearchRunner(view.position, me, initial_counts(view), params)
+    values = compiled.search_depth(moves, depth)
+    pruned = Reference(view.position, me, initial_counts(view), params)
+    expected = pruned.search(moves, depth)
+    plain = Reference(view.position, me, initial_counts(view), params, prune=False)
+    unpruned = plain.search(moves, depth)
+    assert values == pytest.approx(expected, abs=1e-9)
+    assert values == pytest.approx(unpruned, abs=1e-9), "the cut-off changed a value"
+    assert compiled.nodes == pruned.nodes
+    assert plain.nodes >= pruned.nodes
+    assert best_index(values) == best_index(unpruned)
+
+
+CASES = [
+    ("minimax", 4, {}),
+    ("expectiminimax", 4, {}),
+    ("pemm", 4, {}),
+    ("perspecto", 5, {}),
+    ("perspecto", 4, {"local_radius": -1}),
+    ("perspecto", 5, {"scout_runs": True}),
+    ("perspecto", 4, {"variable_depth": False, "average_margin": 0.0}),
+    ("expectiminimax", 3, {"failed_attack_passive": True, "psychology": True}),
+]
+
+
+@pytest.mark.parametrize(("profile", "depth", "changes"), CASES)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_compiled_search_matches_reference(profile: str, depth: int, changes: dict[str, Any], seed: int) -> None:
+    compare(mini_view(seed), params_for(profile, **changes), depth)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(3, 24))
+@pytest.mark.parametrize("profile", ["minimax", "expectiminimax", "pemm", "perspecto"])
+def test_compiled_search_matches_reference_more(profile: str, seed: int) -> None:
+    compare(mini_view(seed), params_for(profile), 6 if profile == "perspecto" else 4)
+
+
+def test_matches_reference_with_psychology_and_history() -> None:
+    # A longer game: pieces shown, pieces that came towards shown ones, fears in play.
+    view = mini_view(11, plies=40)
+    compare(view, params_for("perspecto", fear={"own_fear_min": 0.5, "own_fear_max": 0.5}), 5)
+
+
+def sparse_classic_view() -> Game:
+    """Eight pieces a side on the classic board after a few random plies, red to move."""
+    rng = random.Random(5)
+    red = {Square.parse(s): r for s, r in {
+        "A1": Rank.FLAG, "B1": Rank.BOMB, "D3": Rank.GENERAL, "E4": Rank.SCOUT, "F3": Rank.MINER,
+        "G4": Rank.SPY, "H2": Rank.CAPTAIN, "C4": Rank.SERGEANT,
+    }.items()}
+    blue = {Square.parse(s): r for s, r in {
+        "J10": Rank.FLAG, "I10": Rank.BOMB, "D7": Rank.MARSHAL, "E7": Rank.SCOUT, "F6": Rank.MINER,
+        "B7": Rank.COLONEL, "H7": Rank.LIEUTENANT, "C7": Rank.MAJOR,
+    }.items()}
+    game = Game(RulesOptions(ruleset=CLASSIC), red, {sq: Rank.UNKNOWN for sq in blue}, validate_setups=False)
+    referee = Game(RulesOptions(ruleset=CLASSIC), red, blue, validate_setups=False)
+    for _ in range(12):
+        move = rng.choice(referee.legal_moves())
+        record = referee.play(move)
+        game.play_observed(move, record.attacker, record.defender)
+    if game.side_to_move != Side.RED:
+        move = rng.choice(referee.legal_moves())
+        record = referee.play(move)
+        game.play_observed(move, record.attacker, record.defender)
+    return game
+
+
+def test_matches_reference_on_a_sparse_classic_board() -> None:
+    game = sparse_classic_view()
+    compare(game, params_for("perspecto", scout_runs=True), 4)
+    compare(game, params_for("perspecto"), 6)
+    compare(game, params_for("expectiminimax"), 4)
+
+
+@pytest.mark.slow
+def test_matches_reference_on_a_sparse_classic_board_deeper() -> None:
+    compare(sparse_classic_view(), params_for("perspecto", scout_runs=True), 6)
+
+
+def test_threads_change_nothing() -> None:
+    view = mini_view(3)
+    params = params_for("perspecto")
+    moves = view.legal_codes()
+    one = SearchRunner(view.position, int(view.side_to_move), initial_counts(view), params, threads=1)
+    two = SearchRunner(view.position, int(view.side_to_move), initial_counts(view), params, threads=2)
+    assert one.search_depth(moves, 6) == two.search_depth(moves, 6)
+    assert one.nodes == two.nodes
+    assert two.threads == 2
+
+
+# --- tactics by hand ------------------------------------------------------------------------------------
+
+
+def sparse(red: dict[str, Rank], blue: dict[str, Rank]) -> tuple[Position, dict[str, int]]:
+    pieces: list[tuple[int, int, int, int]] = []
+    ids: dict[str, int] = {}
+    for owner, group in ((0, red), (1, blue)):
+        for name, rank in group.items():
+            sq = Square.parse(name)
+            ids[name] = len(pieces)
+            pieces.append((sq.col, sq.row, owner, int(rank)))
+    return Position(10, 10, [(s.col, s.row) for s in CLASSIC.lakes], pieces, 0), ids
+
+
+COUNTS = [CLASSIC.pieces.get(Rank(code), 0) for code in range(13)]
+
+
+def best_move(pos: Position, params: SearchParams, depth: int, **known: Any) -> int:
+    runner = SearchRunner(pos, 0, COUNTS, params, **known)
+    moves = pos.moves(False)
+    values = runner.search_depth(moves, depth)
+    return moves[best_index(values)]
+
+
+def code(pos: Position, frm: str, to: str) -> int:
+    a, b = Square.parse(frm), Square.parse(to)
+    return pos.square(a.col, a.row) | (pos.square(b.col, b.row) << 8)
+
+
+@pytest.mark.parametrize("profile", ["minimax", "expectiminimax", "pemm", "perspecto"])
+def test_every_search_takes_a_free_piece(profile: str) -> None:
+    # Our colonel next to their known general-free major: take it.
+    pos, ids = sparse({"A1": Rank.FLAG, "E4": Rank.COLONEL}, {"J10": Rank.UNKNOWN, "E5": Rank.MAJOR})
+    assert best_move(pos, params_for(profile), 3, public=[ids["E4"]]) == code(pos, "E4", "E5")
+
+
+@pytest.mark.parametrize("profile", ["minimax", "expectiminimax", "pemm", "perspecto"])
+def test_every_search_saves_a_threatened_piece(profile: str) -> None:
+    # Their known marshal is next to our general, which they have seen: move it away (or lose 85).
+    pos, ids = sparse({"A1": Rank.FLAG, "E4": Rank.GENERAL}, {"J10": Rank.UNKNOWN, "E5": Rank.MARSHAL})
+    move = best_move(pos, params_for(profile), 3, public=[ids["E4"]])
+    assert move in (code(pos, "E4", "D4"), code(pos, "E4", "F4"), code(pos, "E4", "E3"))
+
+
+def test_thesis_figure_11_the_opponent_sees_differently() -> None:
+    # 8.2, Fig 11: their unknown piece can strike our major (which has moved, so it is no bomb) or
+    # our miner (never moved). In our view the miner is the easier prey; in theirs the major is the
+    # safer strike (the miner might be a bomb). Expectiminimax uses our view for both; p-e-minimax
+    # keeps the two apart. Our whole army stands on the board so that their view of our pool is real.
+    placement = {str(sq): rank for sq, rank in CLASSIC.random_placement(Side.RED, random.Random(3)).items()}
+    swap = next(sq for sq, rank in placement.items() if rank == Rank.MAJOR)
+    placement[swap], placement["E4"] = placement["E4"], Rank.MAJOR
+    miner = next(sq for sq, rank in placement.items() if rank == Rank.MINER)
+    del placement[miner]
+    placement["F5"] = Rank.MINER
+    pos, ids = sparse(placement, {"J10": Rank.UNKNOWN, "E5": Rank.UNKNOWN})
+    view = KnowledgeView(pos, 0, COUNTS, public=[], approached=[], moved=[ids["E4"], ids["E5"]])
+    ours_major = view.attack_outcomes(0, ids["E5"], ids["E4"])[0]
+    ours_miner = view.attack_outcomes(0, ids["E5"], ids["F5"])[0]
+    theirs_major = view.attack_outcomes(1, ids["E5"], ids["E4"])[0]
+    theirs_miner = view.attack_outcomes(1, ids["E5"], ids["F5"])[0]
+    assert ours_miner > ours_major
+    assert theirs_major > theirs_miner
