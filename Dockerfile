@@ -58,8 +58,12 @@ LABEL org.opencontainers.image.title="perspecto" \
       org.opencontainers.image.description="Perspecto, a Stratego tournament bot daemon" \
       org.opencontainers.image.licenses="MIT"
 
+# The search runs its threads with OpenMP: the runtime needs libgomp (and nothing else compiled).
 # The non-root user the daemon runs as; its home is the state directory.
 RUN set -eux; \
+    apt-get update; \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libgomp1; \
+    rm -rf /var/lib/apt/lists/*; \
     groupadd --gid 10001 perspecto; \
     useradd --uid 10001 --gid perspecto --home-dir /var/lib/perspecto --no-create-home \
         --shell /usr/sbin/nologin perspecto; \

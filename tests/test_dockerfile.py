@@ -315,6 +315,5 @@ def test_build_image_end_to_end() -> None:
     print(tail)
     assert proc.returncode == 0, tail
     assert "build-image: PASS" in proc.stdout
-    # "compiled engine" may WARN (scripts/build-image explains); the game itself needs the compiled core.
-    for check in ("perspecto --version: perspecto", "runs as uid 10001", "local game"):
+    for check in ("perspecto --version: perspecto", "runs as uid 10001", "local game", "compiled engine"):
         assert re.search(rf"^\s+PASS\s+{re.escape(check)}", proc.stdout, re.M), f"no PASS for {check!r}"
