@@ -47,6 +47,7 @@ ctypedef struct Knowledge:
     double p_bomb[MAX_PIECES]
     # The psychological model (9.3).
     int psychology
+    int line_approach               # a plain move earlier in the search line counts as an approach
     double own_fear                 # our known piece vs their approaching unknown, our view
     double est_opp_fear             # their known piece vs our approaching unknown, their view
     double est_own_fear             # our known piece vs their approaching unknown, their view
@@ -87,6 +88,8 @@ cdef inline bint has_approached(Knowledge* kn, Pos* p, int mover, int target, in
     cdef int i, frm, to, tsq
     if (kn.approached[mover] >> bit) & 1:
         return True
+    if not kn.line_approach:
+        return False
     tsq = p.psq[target]
     for i in range(line_start, p.ply):
         if p.hist[i].attacker == mover and p.hist[i].defender == EMPTY and p.hist[i].move != 0:
@@ -169,4 +172,5 @@ cdef inline void attack_outcomes(Knowledge* kn, Pos* p, const unsigned char* kpu
 from engine_ext.core cimport Position
 
 cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object initial, object public,
-                      object approached, object moved, object fears, bint psychology) except -1
+                      object approached, object moved, object fears, bint psychology,
+                      bint line_approach=*) except -1

@@ -230,7 +230,8 @@ cdef inline int _dist(Pos* p, int a, int b) noexcept nogil:
 # --- Python side --------------------------------------------------------------------------------
 
 cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object initial, object public,
-                      object approached, object moved, object fears, bint psychology) except -1:
+                      object approached, object moved, object fears, bint psychology,
+                      bint line_approach=True) except -1:
     """Copy ``pos`` into ``work`` and build ``kn`` from it. ``public`` (our piece ids the opponent
     has seen) and ``approached`` ((mover, target) pairs) default to what the history shows;
     ``moved`` lists extra piece ids to treat as having moved (constructed test positions);
@@ -269,6 +270,7 @@ cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object ini
     build_knowledge(kn, work, me, init, pub, appr)
     own_fear, est_opp_fear, est_own_fear = fears
     kn.psychology = psychology
+    kn.line_approach = line_approach
     kn.own_fear = float(own_fear)
     kn.est_opp_fear = float(est_opp_fear)
     kn.est_own_fear = float(est_own_fear)
@@ -310,8 +312,9 @@ cdef class KnowledgeView:
         free(self.work)
 
     def __init__(self, Position pos, int me, initial, *, public=None, approached=None, moved=(),
-                 fears=(0.0, 0.0, 0.0), bint psychology=False):
-        prepare_root(self.work, &self.kn, pos, me, initial, public, approached, moved, fears, psychology)
+                 fears=(0.0, 0.0, 0.0), bint psychology=False, bint line_approach=True):
+        prepare_root(self.work, &self.kn, pos, me, initial, public, approached, moved, fears, psychology,
+                     line_approach)
         memcpy(self.kpub, self.kn.public_, sizeof(self.kpub))
 
     @property

@@ -328,6 +328,8 @@ class Reference:
         b = self.b
         if (mover, target) in self.approached:
             return True
+        if not self.p.line_approach:
+            return False
         tsq = b.square[target]
         for entry in b.history[self.root_ply:]:
             if entry.attacker == mover and entry.defender < 0 and entry.move != NULL:

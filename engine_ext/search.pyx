@@ -1031,7 +1031,8 @@ cdef class SearchRunner:
         if not 1 <= threads <= MAX_THREADS:
             raise ValueError(f"threads must be 1..{MAX_THREADS}, not {threads}")
         prepare_root(&S.pos, &S.kn, pos, me, initial, public, approached, moved,
-                     (params.own_fear, params.est_opp_fear, params.est_own_fear), params.psychology)
+                     (params.own_fear, params.est_opp_fear, params.est_own_fear), params.psychology,
+                     params.line_approach)
         for r in range(N_RANKS):
             base[r] = params.base[r]
             special[r] = params.special[r]

@@ -65,6 +65,8 @@ class EngineSettings(BaseModel):
     search_two_squares: bool = Field(True, description="apply the two-squares rule inside the search")
     # Psychology.
     psychology: bool = True
+    line_approach: bool = Field(True, description="a plain move towards a known piece earlier in the search "
+                                "line counts as an approach for the psychological model, not only real moves")
     fear: FearSettings = Field(default_factory=FearSettings)
     # Evaluation.
     scale: str = Field("thesis", description="thesis, JM, KS, MS, SA, VB or the path of a scale file")
@@ -132,6 +134,7 @@ class SearchParams:
     threads: int = 1
     depth_step: int = 1
     scout_runs: bool = False
+    line_approach: bool = True
 
 
 def search_params(
@@ -176,6 +179,7 @@ def search_params(
         threads=settings.threads,
         depth_step=settings.depth_step,
         scout_runs=settings.scout_runs,
+        line_approach=settings.line_approach,
     )
 
 

@@ -78,10 +78,11 @@ def test_compiled_search_matches_reference_more(profile: str, seed: int) -> None
     compare(mini_view(seed), params_for(profile), 6 if profile == "perspecto" else 4)
 
 
-def test_matches_reference_with_psychology_and_history() -> None:
+@pytest.mark.parametrize("line_approach", [True, False])
+def test_matches_reference_with_psychology_and_history(line_approach: bool) -> None:
     # A longer game: pieces shown, pieces that came towards shown ones, fears in play.
     view = mini_view(11, plies=40)
-    compare(view, params_for("perspecto", fear={"own_fear_min": 0.5, "own_fear_max": 0.5}), 5)
+    compare(view, params_for("perspecto", line_approach=line_approach), 5)
 
 
 def sparse_classic_view() -> Game:
@@ -194,3 +195,18 @@ def test_thesis_figure_11_the_opponent_sees_differently() -> None:
     theirs_miner = view.attack_outcomes(1, ids["E5"], ids["F5"])[0]
     assert ours_miner > ours_major
     assert theirs_major > theirs_miner
+
+
+def test_an_approach_inside_the_search_line_brings_fear() -> None:
+    # Our captain on E4 is known to them; their unknown piece on E7 has not come towards it (yet).
+    # Only if a step towards it inside the search counts (line_approach) does ownFear weigh on the
+    # lines where it comes and strikes, so the values differ between the two readings.
+    pos, ids = sparse({"A1": Rank.FLAG, "E4": Rank.CAPTAIN}, {"J10": Rank.UNKNOWN, "E7": Rank.UNKNOWN})
+    moves = pos.moves(False)
+    values = {}
+    for line_approach in (True, False):
+        params = params_for("perspecto", line_approach=line_approach)  # ownFear 0.3
+        runner = SearchRunner(pos, 0, COUNTS, params, public=[ids["E4"]], approached=[],
+                              moved=[ids["E7"]])
+        values[line_approach] = runner.search_depth(moves, 5)
+    assert values[True] != pytest.approx(values[False])
