@@ -42,6 +42,15 @@ class OpponentMemory:
     store: OpponentStore | None = None
     # Without a store, the last setup per opponent is still remembered for this process's life.
     _last_setup: dict[str, str] = field(default_factory=dict)
+    # The setup library is read from disk once, not at every game's setup on the event loop.
+    _library: Any = None
+
+    def _setup_library(self) -> Any:
+        if self._library is None:
+            from setups.library import load_library
+
+            self._library = load_library()
+        return self._library
 
     def choose_setup(
         self, profile: BotProfile, opponent: str | None, ruleset: Ruleset, side: Side, rng: random.Random,
@@ -50,7 +59,7 @@ class OpponentMemory:
         from setups.choice import SetupChooser
         from setups.notation import Setup
 
-        chooser = SetupChooser(profile.setup, ruleset, rng=rng)
+        chooser = SetupChooser(profile.setup, ruleset, library=self._setup_library(), rng=rng)
         if rejected is not None:
             setup = chooser.alternative(Setup.from_placement(ruleset, side, rejected))
             return ChosenSetup("alternative", setup.placement(side))

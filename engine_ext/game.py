@@ -8,7 +8,6 @@ opponent's pieces as unknown until an attack or a scout's long move reveals them
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -455,7 +454,3 @@ def _squares_between(a: Square, b: Square) -> Iterable[Square]:
         return [Square(a.col, r) for r in range(a.row + step, b.row, step)]
     step = 1 if b.col > a.col else -1
     return [Square(c, a.row) for c in range(a.col + step, b.col, step)]
-
-
-def count_pieces(game: Game, side: Side) -> Counter[Rank]:
-    return Counter(rank for _sq, (_s, rank) in game.pieces(side).items())
