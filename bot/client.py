@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from bot import __version__
 from bot.config import BotProfile
-from bot.engine_interface import MoveEngine, SearchBudget
+from bot.engine_interface import MoveEngine, ProgramEngine, RandomEngine, SearchBudget
 from bot.fallback_setup import fallback_setup
 from bot.learning import OpponentMemory
 from engine_ext.game import Game, IllegalMove, Move, RulesOptions
@@ -67,6 +67,9 @@ from protocol.tcp import backoff_delays, connect_with_backoff
 log = structlog.get_logger()
 
 T = TypeVar("T")
+
+# Seconds an outside program (engine = "ucc") has for its last echo and QUIT at the end of a game.
+_PROGRAM_QUIT_TIME = 5.0
 
 
 class Phase(enum.Enum):
@@ -192,7 +195,8 @@ class BotClient:
         self.goodbye_reason: str | None = None
         self.results: list[GameOverParams] = []
         self.fallback_moves = 0  # moves the engine did not deliver in time or legally
-        self._worker: EngineWorker | None = None  # started with the first move
+        self._worker: EngineWorker | None = None  # started with the first engine call
+        self.replaying = False  # set by bot/journal.py while it replays a game's calls after a restart
         self._reset_game()
 
     # --- state ----------------------------------------------------------------------------------------
@@ -240,7 +244,7 @@ class BotClient:
             case "setGameOption", SetGameOptionParams():
                 return self._set_game_option(params)
             case "createAISetup", _:
-                return self._create_setup()
+                return await self._create_setup()
             case "getAISetupPiece", GetAISetupPieceParams():
                 return self._setup_piece(params.square)
             case "illegalSetup", IllegalSetupParams():
@@ -257,7 +261,7 @@ class BotClient:
 
     async def handle_notification(self, method: str, params: BaseModel) -> None:
         if isinstance(params, GameOverParams):
-            self._game_over(params)
+            await self._game_over(params)
         elif isinstance(params, GoodbyeParams):
             log.info("bot.goodbye", reason=params.reason)
             self.goodbye_reason = params.reason
@@ -275,7 +279,7 @@ class BotClient:
         setattr(self.options, _OPTION_FIELDS[type(option)], option.value)
         return Ack()
 
-    def _create_setup(self) -> Ack:
+    async def _create_setup(self) -> Ack:
         if self.phase is not Phase.CONFIGURING:
             raise errors.OutOfOrder(f"createAISetup in the {self.phase.value} phase (setGameOption first)")
         if self.colour is None:
@@ -286,9 +290,14 @@ class BotClient:
             raise errors.InvalidParams(f"the game's options do not fit together: {exc}") from None
         if self.select_profile is not None:
             self.game_profile = self.select_profile(self.options.opponent)
+        previous = self.engine
         self.own_setup, self.setup_name = self._choose_setup(self.colour)
         self.engine = self.game_profile.create_engine(self._rng.randrange(2**32))
         self.memory.prime_engine(self.engine, self.options.opponent)
+        if isinstance(previous, ProgramEngine):  # its setup was refused: a fresh program sets up again
+            await self._in_worker(previous.finish, None, None)
+        if isinstance(self.engine, ProgramEngine) and not self.replaying:
+            await self._program_setup(self.engine, self.colour)
         self.opponent_squares = set()
         self.phase = Phase.SETUP
         log.info("bot.setup", game=self.options.game_id, colour=str(self.colour),
@@ -308,6 +317,28 @@ class BotClient:
         except Exception as exc:  # any library failure: see the docstring
             log.warning("bot.setup_library_failed", error=repr(exc))
             return fallback_setup(ruleset, colour, self._rng), None
+
+    async def _program_setup(self, engine: ProgramEngine, colour: Side) -> None:
+        """An outside program chooses its own setup; the library's stays if it fails or repeats a refused one."""
+        ruleset = get_ruleset(self.options.ruleset)
+        try:
+            placement = await self._in_worker(engine.choose_setup, colour, self.options.opponent or "", ruleset)
+            ruleset.validate_setup(colour, placement)
+        except Exception as exc:
+            log.warning("bot.program_setup_failed", error=str(exc), fallback=self.setup_name or "generated")
+            await self._in_worker(engine.abandon, f"no usable setup: {exc}")
+            return
+        if placement == self._rejected_setup:
+            log.warning("bot.program_setup_refused_again", fallback=self.setup_name or "generated")
+            await self._in_worker(engine.abandon, "it gave the setup the host refused")
+            return
+        self.own_setup, self.setup_name = placement, None
+
+    async def _in_worker(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run blocking engine code on the engine thread (an outside program's engine is used only there)."""
+        if self._worker is None:
+            self._worker = EngineWorker()
+        return await self._worker.submit(fn, *args)
 
     def _setup_piece(self, square: Square) -> GetAISetupPieceResult:
         if self.phase is not Phase.SETUP:
@@ -388,9 +419,7 @@ class BotClient:
         budget = SearchBudget.starting_now(soft, hard)
         assert self.engine is not None
         started = time.monotonic()
-        if self._worker is None:
-            self._worker = EngineWorker()
-        thinking = self._worker.submit(self.engine.choose_move, game.copy(), budget)
+        thinking = asyncio.ensure_future(self._in_worker(self.engine.choose_move, game.copy(), budget))
         reason: str
         try:
             move = await asyncio.wait_for(thinking, timeout=max(0.0, budget.remaining(hard=True)))
@@ -399,7 +428,12 @@ class BotClient:
             # The late call still runs on its thread: the next move gets a fresh thread and a fresh
             # engine, so no engine object is ever used by two threads at once.
             self.close()
-            self.engine = self.game_profile.create_engine(self._rng.randrange(2**32))
+            if isinstance(self.engine, ProgramEngine):
+                # An outside program cannot be started again mid-game (it stops itself once late).
+                log.warning("bot.program_lost", reason=reason, rest_of_game="random legal moves")
+                self.engine = RandomEngine(self._rng.randrange(2**32))
+            else:
+                self.engine = self.game_profile.create_engine(self._rng.randrange(2**32))
         except asyncio.CancelledError:
             budget.stop.set()  # the connection went away: let the engine go too
             raise
@@ -446,9 +480,15 @@ class BotClient:
             log.error("bot.outcome_mismatch", move=str(move), reported=report.outcome,
                       computed=played.outcome)
 
-    def _game_over(self, params: GameOverParams) -> None:
+    async def _game_over(self, params: GameOverParams) -> None:
         self.results.append(params)
         won = None if params.winner is None else params.winner == self.colour
+        if isinstance(self.engine, ProgramEngine):
+            result = "DRAW" if params.winner is None else str(params.winner).upper()
+            try:
+                await asyncio.wait_for(self._in_worker(self.engine.finish, self.game, result), _PROGRAM_QUIT_TIME)
+            except Exception as exc:  # the game is over either way
+                log.warning("bot.program_finish_failed", error=repr(exc))
         self.memory.record(self.options.opponent, won=won, reason=params.reason, setup=self.setup_name,
                            plies=params.plies, engine=self.engine, game_id=params.game_id)
         log.info("bot.game_over", game=params.game_id, winner=str(params.winner), reason=params.reason,
@@ -466,6 +506,10 @@ class BotClient:
         if self.phase is not Phase.SETUP:
             raise errors.OutOfOrder(f"a setup to restore in the {self.phase.value} phase")
         self.own_setup = dict(setup)
+        if isinstance(self.engine, ProgramEngine):
+            log.warning("bot.program_cannot_resume", rest_of_game="random legal moves",
+                        why="a UCC program cannot join a game under way")
+            self.engine = RandomEngine(self._rng.randrange(2**32))
 
     def restore_move(self, ply: int, move: Move) -> None:
         """A replayed getAIMove: the move this bot sent then, without asking the engine again."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from bot.engine_interface import ENGINES, EngineConfigError, MoveEngine, create_engine
+from bot.engine_interface import ENGINES, ENGINES_NEEDING_PARAMS, EngineConfigError, MoveEngine, create_engine
 from setups.choice import SetupChoice
 
 # The tournament's limits: 15 s for any move, 5 s on average.
@@ -87,7 +87,8 @@ def register_profile(profile: BotProfile) -> None:
 
 def builtin_profiles() -> dict[str, BotProfile]:
     """One profile per registered engine (so engines registered later get theirs), plus the extras."""
-    profiles = {name: BotProfile(name=name, engine=name) for name in sorted(ENGINES)}
+    profiles = {name: BotProfile(name=name, engine=name) for name in sorted(ENGINES)
+                if name not in ENGINES_NEEDING_PARAMS}
     profiles.update(_EXTRA_PROFILES)
     return profiles
 

@@ -13,9 +13,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from engine_ext.game import Game, Move
+from engine_ext.pieces import Rank, Side
+from engine_ext.rulesets import Ruleset, Square
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,19 @@ class MoveEngine(Protocol):
     def choose_move(self, game: Game, budget: SearchBudget) -> Move:
         """A legal move for ``game.side_to_move``; blocking, called off the event loop."""
         ...
+
+
+@runtime_checkable
+class ProgramEngine(Protocol):
+    """An engine that is an outside program with a game of its own (a UCC program): it chooses its own
+    setup, is told when the game ends, and cannot follow a game it has not played from the start. All
+    three are blocking and are called, like ``choose_move``, on the engine thread."""
+
+    def choose_setup(self, colour: Side, opponent: str, ruleset: Ruleset) -> dict[Square, Rank]: ...
+
+    def finish(self, game: Game | None, result: str | None) -> int | None: ...
+
+    def abandon(self, why: str) -> None: ...
 
 
 class EngineConfigError(ValueError):
@@ -97,11 +112,20 @@ def _search_engine(kind: str) -> EngineFactory:
     return make
 
 
+def _ucc_engine(params: Mapping[str, Any], seed: int | None) -> MoveEngine:
+    from bot.ucc_engine import make_ucc_engine  # imported here: it imports this module
+
+    return make_ucc_engine(params, seed)
+
+
 # Engines by the name a profile uses.
 ENGINES: dict[str, EngineFactory] = {
     "random": _random_engine,
     **{kind: _search_engine(kind) for kind in SEARCH_ENGINES},
+    "ucc": _ucc_engine,
 }
+# Engines that cannot play without parameters of their own (no built-in profile of the same name).
+ENGINES_NEEDING_PARAMS = frozenset({"ucc"})
 
 
 def create_engine(name: str, params: Mapping[str, Any] | None = None, seed: int | None = None) -> MoveEngine:

@@ -142,10 +142,11 @@ class UccOpponent:
         await self._close(proc, self.quit_time)
         return self.returncode
 
-    async def aclose(self) -> None:
-        """Stop the program without a word (after an error): a moment to exit on its own, then kill."""
+    async def aclose(self, patience: float = 0.2) -> None:
+        """Stop the program without a word (after an error): ``patience`` seconds to exit on its own, then
+        kill."""
         if self._proc is not None:
-            await self._close(self._proc, 0.2)
+            await self._close(self._proc, patience)
 
     async def __aenter__(self) -> UccOpponent:
         return self
@@ -229,7 +230,7 @@ class UccOpponent:
             try:
                 raw = await asyncio.wait_for(proc.stdout.readline(), max(0.0, remaining))
             except TimeoutError:
-                raise self._error(f"no {what} within {timeout:g} s") from None
+                raise self._error(f"{what} did not come within {timeout:.3g} s") from None
             except ValueError:  # longer than the stream's line limit
                 raise self._error(f"an endless line instead of {what}") from None
             if not raw:

@@ -770,7 +770,7 @@ SETUP_ECHO = "; ".join(f"print({line!r})" for line in SPEC_RED_SETUP)
     ("print('FB8sB479B8'); print('BB31555583 X'); import time; time.sleep(5)", "bad setup line"),
     ("print('FB8sB479B8'); print('BB31555583'); print('6724898974'); print('9999999999')", "illegal setup"),
     ("import sys; sys.exit(3)", "exited"),
-    ("import time; time.sleep(5)", "no its setup within"),
+    ("import time; time.sleep(5)", "its setup did not come within"),
 ])
 async def test_a_program_with_a_bad_setup(script: str, why: str) -> None:
     program = UccOpponent(_fake_program("import sys; sys.stdin.readline(); " + script), setup_time=0.5)
@@ -784,7 +784,7 @@ async def test_a_program_with_a_bad_setup(script: str, why: str) -> None:
 @pytest.mark.parametrize("answer, why", [
     ("print('0 3 SIDEWAYS')", "bad move line"),
     ("print('0 0 UP')", "leaves the 10x10 board"),
-    ("import time; time.sleep(5)", "no a move within"),
+    ("import time; time.sleep(5)", "a move did not come within"),
 ])
 async def test_a_program_with_a_bad_move(answer: str, why: str) -> None:
     script = f"import sys; sys.stdin.readline(); {SETUP_ECHO}; sys.stdout.flush(); {answer}"
