@@ -604,13 +604,18 @@ class Reference:
         passive: Pair | None = None
         best: list[float] = []
         included: list[Pair] = []
-        for move in moves:
+        # Attacks whose failure stands for the mover's best other move are valued after the others.
+        later = [m for m in moves if self.defers(m)]
+        first = [m for m in moves if not self.defers(m)]
+        for i, move in enumerate(first + later):
+            if i == len(first) and (best or included):
+                passive = (best[0], best[1]) if ours else self.chosen(included)
             if ours or not included or not self.prune:
                 bound = math.inf
             else:
                 bound = min(v[1] for v in included) + self.p.average_margin + TIE_EPSILON
             value, cut = self.pemm_move(ply, move, acc, bound, passive)
-            if move == NULL and not cut:
+            if move == NULL and not cut and i < len(first):
                 passive = value
             if ours:
                 best = [value[0], value[1]] if not best else [max(best[0], value[0]), max(best[1], value[1])]
@@ -620,9 +625,22 @@ class Reference:
                 included.append(value)
         if ours:
             return (best[0], best[1]), False
+        return self.chosen(included), False
+
+    def chosen(self, included: list[Pair]) -> Pair:
+        """The opponent's moves within the margin of its best, equally likely (9.4): their mean."""
         low = min(v[1] for v in included)
         chosen = [v for v in included if v[1] <= low + self.p.average_margin + TIE_EPSILON]
-        return (sum(v[0] for v in chosen) / len(chosen), sum(v[1] for v in chosen) / len(chosen)), False
+        return sum(v[0] for v in chosen) / len(chosen), sum(v[1] for v in chosen) / len(chosen)
+
+    def defers(self, move: int) -> bool:
+        """An attack whose failure in a view is not attacking (8.3), with ``failed_alternative``."""
+        if not (self.p.passive_fail and self.p.failed_alternative) or move == NULL:
+            return False
+        a, d = self.b.board[move & 0xFF], self.b.board[move >> 8]
+        if d < 0 or not self.is_public(d):
+            return False
+        return not self.known_in(OWN, a) or not self.known_in(OPP, a)
 
     def pemm_move(self, ply: int, move: int, acc: Pair, cut_o: float, passive: Pair | None) -> tuple[Pair, bool]:
         b = self.b

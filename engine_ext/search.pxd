@@ -30,6 +30,7 @@ ctypedef struct SearchConfig:
     int radius                  # local search radius (7.4); < 0: global search, no passive move
     int two_squares             # the two-squares limit applied inside the search; 0: not applied
     int passive_fail            # an unknown attacker's failure on a known piece is the passive move
+    int failed_alternative      # ... and stands for the mover's best other move, not for doing nothing
     double average_margin       # opponent moves within this of its best are averaged (9.4); < 0: off
     double strategic_weight
     int depth_step              # iterative deepening's step beyond the full plies

@@ -28,7 +28,7 @@ from engine_ext.core cimport (
 from engine_ext.evaluation cimport MAX_LINE, Values, build_values, captured_value, random_term, reveal_value
 from engine_ext.knowledge cimport (
     N_OUTCOMES, OPP, OUT_BOTH, OUT_LOSE, OUT_PASSIVE, OUT_WIN, OWN, Knowledge, attack_outcomes,
-    manhattan, prepare_root,
+    is_public, known_in, manhattan, prepare_root,
 )
 from engine_ext.strategic cimport strategic_scores
 
@@ -593,18 +593,48 @@ cdef inline bint single_outcome(const double* pm, const double* po, int* which) 
 
 # --- p-e-minimax ----------------------------------------------------------------------------------
 
+cdef inline bint defers(Search* S, int move) noexcept nogil:
+    """An attack whose failure, in one view or both, is the attacker's not attacking (8.3): with
+    ``failed_alternative`` it is valued after the node's other moves, its failure standing for the best
+    of them (the mover would have made that move instead), not for the passive move."""
+    cdef Pos* p = &S.pos
+    cdef int a, d
+    if not (S.cfg.passive_fail and S.cfg.failed_alternative) or move == NULL_MOVE:
+        return False
+    d = p.board[move >> 8]
+    if d < 0 or not is_public(&S.kn, p, S.kpub, d):
+        return False
+    a = p.board[move & 0xFF]
+    return not known_in(&S.kn, p, S.kpub, OWN, a) or not known_in(&S.kn, p, S.kpub, OPP, a)
+
+
+cdef inline void chosen_mean(const double* vm, const double* vo, int count, double best_o, double margin,
+                             double* res) noexcept nogil:
+    """The opponent's choice: its moves within ``margin`` of its best, taken as equally likely (9.4)."""
+    cdef double bound = best_o + margin + TIE_EPSILON, sum_m = 0.0, sum_o = 0.0
+    cdef int i, n = 0
+    for i in range(count):
+        if vo[i] <= bound:
+            sum_m += vm[i]
+            sum_o += vo[i]
+            n += 1
+    res[0] = sum_m / n
+    res[1] = sum_o / n
+
+
 cdef bint pemm_node(Search* S, int ply, double acc_m, double acc_o, double cut_o, double* res) noexcept nogil:
     """The two values of the node reached at ``ply``. ``cut_o``: the parent (an opponent node)
     ignores this node once its value in the opponent's view exceeds ``cut_o``: an own node stops
     there and returns True (its values are then meaningless)."""
     cdef int moves[MAX_NODE_MOVES]
+    cdef int order[MAX_NODE_MOVES]
     cdef double vm[MAX_NODE_MOVES]
     cdef double vo[MAX_NODE_MOVES]
     cdef double child[2]
     cdef double passive[2]
-    cdef double best_m = 0.0, best_o = 0.0, r, sum_m, sum_o, bound
-    cdef int n, i, count = 0
-    cdef bint ours, cut, have_passive = False
+    cdef double best_m = 0.0, best_o = 0.0, r, bound
+    cdef int n, i, move, count = 0, n_first = 0, n_later = 0
+    cdef bint ours, cut, have_passive = False, done_any = False
     S.nodes += 1
     S.ply_nodes[ply] += 1
     if is_leaf(S, ply):
@@ -623,24 +653,46 @@ cdef bint pemm_node(Search* S, int ply, double acc_m, double acc_o, double cut_o
         res[1] = acc_o + r
         return False
     ours = S.pos.side == S.kn.me
+    # The attacks that wait for the node's other moves go last, in their generated order.
     for i in range(n):
+        if defers(S, moves[i]):
+            order[n - 1 - n_later] = moves[i]
+            n_later += 1
+        else:
+            order[n_first] = moves[i]
+            n_first += 1
+    for i in range(n_later // 2):
+        move = order[n_first + i]
+        order[n_first + i] = order[n - 1 - i]
+        order[n - 1 - i] = move
+    for i in range(n):
+        move = order[i]
+        if i == n_first and done_any:
+            # The failed branch of the waiting attacks: the best of the moves made so far.
+            if ours:
+                passive[0] = best_m
+                passive[1] = best_o
+            else:
+                chosen_mean(vm, vo, count, best_o, S.cfg.average_margin, passive)
+            have_passive = True
         if ours or count == 0:
             bound = INFINITY
         else:
             bound = best_o + S.cfg.average_margin + TIE_EPSILON
-        cut = pemm_move(S, ply, moves[i], acc_m, acc_o, bound, passive if have_passive else NULL, child)
+        cut = pemm_move(S, ply, move, acc_m, acc_o, bound, passive if have_passive else NULL, child)
         if S.aborted:
             return False
-        if moves[i] == NULL_MOVE and not cut:
+        if move == NULL_MOVE and not cut and i < n_first:
             passive[0] = child[0]
             passive[1] = child[1]
             have_passive = True
         if ours:
             # Our node: each perspective takes its own best move.
-            if i == 0 or child[0] > best_m:
+            if not done_any or child[0] > best_m:
                 best_m = child[0]
-            if i == 0 or child[1] > best_o:
+            if not done_any or child[1] > best_o:
                 best_o = child[1]
+            done_any = True
             if best_o > cut_o:
                 return True
         elif not cut:
@@ -649,23 +701,14 @@ cdef bint pemm_node(Search* S, int ply, double acc_m, double acc_o, double cut_o
             if count == 0 or child[1] < best_o:
                 best_o = child[1]
             count += 1
+            done_any = True
     if ours:
         res[0] = best_m
         res[1] = best_o
         return False
     # The opponent's node: its own view decides; moves within the margin of its best are taken as
     # equally likely and their mean goes up (9.4).
-    bound = best_o + S.cfg.average_margin + TIE_EPSILON
-    sum_m = 0.0
-    sum_o = 0.0
-    n = 0
-    for i in range(count):
-        if vo[i] <= bound:
-            sum_m += vm[i]
-            sum_o += vo[i]
-            n += 1
-    res[0] = sum_m / n
-    res[1] = sum_o / n
+    chosen_mean(vm, vo, count, best_o, S.cfg.average_margin, res)
     return False
 
 
@@ -1047,6 +1090,7 @@ cdef class SearchRunner:
         S.cfg.radius = params.radius
         S.cfg.two_squares = params.two_squares
         S.cfg.passive_fail = params.passive_fail
+        S.cfg.failed_alternative = params.failed_alternative
         S.cfg.average_margin = params.average_margin
         S.cfg.strategic_weight = params.strategic_weight
         S.cfg.depth_step = params.depth_step

@@ -60,6 +60,9 @@ class EngineSettings(BaseModel):
     average_margin: float = Field(3.0, ge=0.0, description="opponent moves this close to its best are averaged")
     failed_attack_passive: bool = Field(True, description="an unknown piece's failed attack on a known "
                                         "one counts as the passive move (8.3)")
+    failed_attack_alternative: bool = Field(
+        True, description="... and that failed branch takes the value of the mover's best other move, not "
+        "of doing nothing: it would have made that move instead (the weak point 8.3 names)")
     scout_runs: bool = Field(False, description="known scouts make range moves below the root; the "
                              "thesis leaves scouts' long strikes to the strategic search (9.2)")
     search_two_squares: bool = Field(True, description="apply the two-squares rule inside the search")
@@ -116,6 +119,7 @@ class SearchParams:
     radius: int
     two_squares: int  # 0: not applied in the search
     passive_fail: bool
+    failed_alternative: bool
     average_margin: float
     psychology: bool
     own_fear: float
@@ -161,6 +165,7 @@ def search_params(
         radius=settings.local_radius,
         two_squares=(two_squares or 0) if settings.search_two_squares else 0,
         passive_fail=settings.failed_attack_passive,
+        failed_alternative=settings.failed_attack_alternative,
         average_margin=settings.average_margin,
         psychology=settings.psychology,
         own_fear=own_fear,

@@ -200,12 +200,14 @@ def test_thesis_figure_11_the_opponent_sees_differently() -> None:
 def test_an_approach_inside_the_search_line_brings_fear() -> None:
     # Our captain on E4 is known to them; their unknown piece on E7 has not come towards it (yet).
     # Only if a step towards it inside the search counts (line_approach) does ownFear weigh on the
-    # lines where it comes and strikes, so the values differ between the two readings.
+    # lines where it comes and strikes, so the values differ between the two readings. (With the thesis's
+    # stand-in for a failed strike, doing nothing, the strike is worth making in every line, so its chance
+    # shows; with the best other move as the stand-in they see it is better not to come at all.)
     pos, ids = sparse({"A1": Rank.FLAG, "E4": Rank.CAPTAIN}, {"J10": Rank.UNKNOWN, "E7": Rank.UNKNOWN})
     moves = pos.moves(False)
     values = {}
     for line_approach in (True, False):
-        params = params_for("perspecto", line_approach=line_approach)  # ownFear 0.3
+        params = params_for("perspecto", line_approach=line_approach, failed_attack_alternative=False)
         runner = SearchRunner(pos, 0, COUNTS, params, public=[ids["E4"]], approached=[],
                               moved=[ids["E7"]])
         values[line_approach] = runner.search_depth(moves, 5)
