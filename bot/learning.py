@@ -75,11 +75,16 @@ class OpponentMemory:
         """Start the engine from the fear estimate of earlier games against this opponent."""
         if self.store is None or not opponent:
             return
-        learnt = self.store.history(opponent).est_opp_fear
+        hist = self.store.history(opponent)
         holder = _fear_holder(engine)
-        if learnt is not None and holder is not None:
-            holder.est_opp_fear = learnt
-            log.info("bot.learnt_fear_used", opponent=opponent, est_opp_fear=round(learnt, 3))
+        if holder is None:
+            return
+        if hist.est_opp_fear is not None:
+            holder.est_opp_fear = hist.est_opp_fear
+            log.info("bot.learnt_fear_used", opponent=opponent, est_opp_fear=round(hist.est_opp_fear, 3))
+        if hist.own_fear_scale is not None and hasattr(holder, "own_fear_scale"):
+            holder.own_fear_scale = hist.own_fear_scale
+            log.info("bot.learnt_bluff_scale_used", opponent=opponent, own_fear_scale=round(hist.own_fear_scale, 3))
 
     def record(
         self, opponent: str | None, *, won: bool | None, reason: str, setup: str | None, plies: int,
@@ -96,8 +101,10 @@ class OpponentMemory:
             result = "forfeit_loss" if forfeit else "loss"
         holder = _fear_holder(engine)
         fear = float(holder.est_opp_fear) if holder is not None else None
+        scale = getattr(holder, "own_fear_scale", None)
         try:
             self.store.record_game(opponent, result, reason=reason, setup=setup, plies=plies,
-                                   est_opp_fear=fear, game_id=game_id)
+                                   est_opp_fear=fear, game_id=game_id,
+                                   own_fear_scale=None if scale is None else float(scale))
         except Exception as exc:  # a full disk must not cost the next game
             log.warning("bot.store_write_failed", opponent=opponent, error=repr(exc))

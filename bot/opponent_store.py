@@ -21,6 +21,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS opponent (
     name TEXT PRIMARY KEY,
     est_opp_fear REAL,
+    own_fear_scale REAL,
     updated REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS game (
@@ -41,6 +42,7 @@ CREATE INDEX IF NOT EXISTS game_by_opponent ON game (opponent, id);
 class OpponentHistory:
     name: str
     est_opp_fear: float | None = None
+    own_fear_scale: float | None = None
     results: dict[str, int] = field(default_factory=dict)
     last_setup: str | None = None
     setups_lost: dict[str, int] = field(default_factory=dict)  # setup name -> games lost with it
@@ -59,6 +61,10 @@ class OpponentStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        # Stores written before ownFear's bluff scale existed get its column (empty: not learnt yet).
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(opponent)")}
+        if "own_fear_scale" not in columns:
+            self._db.execute("ALTER TABLE opponent ADD COLUMN own_fear_scale REAL")
 
     def close(self) -> None:
         self._db.close()
@@ -81,9 +87,10 @@ class OpponentStore:
 
     def history(self, opponent: str) -> OpponentHistory:
         hist = OpponentHistory(opponent)
-        row = self._db.execute("SELECT est_opp_fear FROM opponent WHERE name = ?", (opponent,)).fetchone()
+        row = self._db.execute("SELECT est_opp_fear, own_fear_scale FROM opponent WHERE name = ?",
+                               (opponent,)).fetchone()
         if row is not None:
-            hist.est_opp_fear = row[0]
+            hist.est_opp_fear, hist.own_fear_scale = row
         for result, count in self._db.execute(
             "SELECT result, COUNT(*) FROM game WHERE opponent = ? GROUP BY result", (opponent,)
         ):
@@ -110,12 +117,14 @@ class OpponentStore:
         plies: int = 0,
         est_opp_fear: float | None = None,
         game_id: str = "",
+        own_fear_scale: float | None = None,
     ) -> None:
-        """Store one finished game and the fear estimate after it, all or nothing."""
+        """Store one finished game and the fear estimates after it, all or nothing."""
         if result not in RESULTS:
             raise ValueError(f"result must be one of {', '.join(RESULTS)}, not {result!r}")
-        if est_opp_fear is not None and not 0.0 <= est_opp_fear <= 1.0:
-            raise ValueError(f"est_opp_fear must be within [0, 1], not {est_opp_fear}")
+        for key, value in (("est_opp_fear", est_opp_fear), ("own_fear_scale", own_fear_scale)):
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise ValueError(f"{key} must be within [0, 1], not {value}")
         now = time.time()
         with self._transaction() as db:
             db.execute(
@@ -123,11 +132,15 @@ class OpponentStore:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (opponent, now, result, reason, setup, plies, game_id),
             )
-            if est_opp_fear is not None:
+            if est_opp_fear is not None or own_fear_scale is not None:
+                # A value not given keeps what was stored.
                 db.execute(
-                    "INSERT INTO opponent (name, est_opp_fear, updated) VALUES (?, ?, ?) "
-                    "ON CONFLICT(name) DO UPDATE SET est_opp_fear = excluded.est_opp_fear, updated = excluded.updated",
-                    (opponent, est_opp_fear, now),
+                    "INSERT INTO opponent (name, est_opp_fear, own_fear_scale, updated) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT(name) DO UPDATE SET "
+                    "est_opp_fear = COALESCE(excluded.est_opp_fear, est_opp_fear), "
+                    "own_fear_scale = COALESCE(excluded.own_fear_scale, own_fear_scale), "
+                    "updated = excluded.updated",
+                    (opponent, est_opp_fear, own_fear_scale, now),
                 )
 
     def opponents(self) -> list[str]:

@@ -56,6 +56,7 @@ class Engine:
         self._rng = random.Random(settings.seed)
         self.psychology = Psychology(settings.fear, self._rng)
         self._fear_by_opponent: dict[str, float] = {}
+        self._scale_by_opponent: dict[str, float] = {}
         self._side: Side | None = None
         self._opponent = ""
         self._seen = 0  # history entries the move analysis has looked at
@@ -74,12 +75,23 @@ class Engine:
     @est_opp_fear.setter
     def est_opp_fear(self, value: float) -> None:
         self.psychology.est_opp_fear = value
-        if self._opponent:
-            self._fear_by_opponent[self._opponent] = self.psychology.est_opp_fear
+        # Kept under the opponent's name ("" before a game names one), so a value the bot primes
+        # from its store before the first move is what start_game begins from.
+        self._fear_by_opponent[self._opponent] = self.psychology.est_opp_fear
 
     @property
     def own_fear(self) -> float:
         return self.psychology.own_fear
+
+    @property
+    def own_fear_scale(self) -> float:
+        """ownFear's bluff scale (engine_ext/psychology.py); kept per opponent like estOppFear."""
+        return self.psychology.own_fear_scale
+
+    @own_fear_scale.setter
+    def own_fear_scale(self, value: float) -> None:
+        self.psychology.own_fear_scale = value
+        self._scale_by_opponent[self._opponent] = self.psychology.own_fear_scale
 
     # The game ------------------------------------------------------------------------------------
 
@@ -88,7 +100,7 @@ class Engine:
         opponent in an earlier game (10.3.3), else from the configured start value."""
         self._side = Side(side)
         self._opponent = opponent
-        self.psychology.start_game(self._fear_by_opponent.get(opponent) if opponent else None)
+        self.psychology.start_game(self._fear_by_opponent.get(opponent), self._scale_by_opponent.get(opponent))
         self._seen = len(game.history)
 
     def observe(self, game: Game, result: MoveResult | None = None) -> None:
@@ -114,12 +126,14 @@ class Engine:
             before = game.position.copy()
             for _ in range(len(history) - index):
                 before.unmake()
-            code = game.code_of(history[index].move)
-            self.last_analysis.append(self.psychology.analyze(before, code, int(self._side)))
+            entry = history[index]
+            code = game.code_of(entry.move)
+            self.last_analysis.append(self.psychology.analyze(before, code, int(self._side),
+                                                              (entry.attacker, entry.defender)))
         del self.last_analysis[:-8]
         self._seen = len(history)
-        if self._opponent:
-            self._fear_by_opponent[self._opponent] = self.psychology.est_opp_fear
+        self._fear_by_opponent[self._opponent] = self.psychology.est_opp_fear
+        self._scale_by_opponent[self._opponent] = self.psychology.own_fear_scale
 
     def choose_move(
         self,
@@ -221,8 +235,8 @@ class Engine:
                            f"(chosen {totals[best]:+.2f})")
         if settings.psychology:
             psy = self.psychology
-            reasons.append(f"ownFear {psy.own_fear:.2f}, estOppFear {psy.est_opp_fear:.2f}, "
-                           f"estOwnFear {psy.est_own_fear:.2f}")
+            reasons.append(f"ownFear {psy.own_fear:.2f} (bluff scale {psy.own_fear_scale:.2f}), "
+                           f"estOppFear {psy.est_opp_fear:.2f}, estOwnFear {psy.est_own_fear:.2f}")
         stopped = " (stopped early)" if result["aborted"] else ""
         reasons.append(f"{result['nodes']} nodes in {elapsed:.3f} s{stopped}")
         return reasons
@@ -266,6 +280,18 @@ class EngineMove:
         return choice.move
 
 
+def _merged(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` laid over ``base``; nested tables (``fear``) key by key, so a profile that sets one
+    fear value keeps the built-in profile's others."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def engine_factory(profile: str) -> Callable[[Mapping[str, Any], int | None], EngineMove]:
     """A factory in the shape of the bot's engine registry: (parameters, seed) -> engine. The
     parameters are ``EngineSettings`` fields laid over the built-in profile ``profile``."""
@@ -273,8 +299,7 @@ def engine_factory(profile: str) -> Callable[[Mapping[str, Any], int | None], En
         raise ValueError(f"unknown engine profile {profile!r} (known: {', '.join(BUILTIN_ENGINE_SETTINGS)})")
 
     def make(params: Mapping[str, Any], seed: int | None) -> EngineMove:
-        data = BUILTIN_ENGINE_SETTINGS[profile].model_dump()
-        data.update(params)
+        data = _merged(BUILTIN_ENGINE_SETTINGS[profile].model_dump(), params)
         if seed is not None:
             data["seed"] = seed
         return EngineMove(Engine(EngineSettings.model_validate(data)))

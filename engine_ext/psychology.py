@@ -6,6 +6,14 @@ since it became known; the search applies it (engine_ext/knowledge.pxd, ``attack
 - ``est_own_fear``: the same confrontation in the opponent's view (our estimate of its estimate of us);
 - ``est_opp_fear``: their known piece against our unknown, in the opponent's view.
 The move analysis here updates ``est_opp_fear`` after every move.
+
+Not in the thesis: the bluff rate (its 11.2 names "game-theoretic bluff rates" as future work).
+ownFear assumes that an unknown piece which walks up to our known piece is strong; against an
+opponent whose pieces walk forward whatever they are, that makes every known piece of ours flee
+(bench/engine_match: Perspecto lost 11/5/24 to p-e-minimax with ownFear, won 21/6/13 without). So
+ownFear is multiplied by a scale kept per opponent: each time an approaching piece is revealed in a
+fight with the piece it approached, the scale falls by ``bluff_step`` if it was weaker (a bluff) and
+rises by it if it was not.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from dataclasses import dataclass, field
 
 from engine_ext.core import Position
 from engine_ext.knowledge import history_facts
-from engine_ext.pieces import Rank
+from engine_ext.pieces import ATTACKER_WINS, BOTH_DIE, Rank, combat
 from engine_ext.settings import FearSettings
 
 # Squares of the core's mailbox: up, down, left, right are +stride, -stride, -1, +1.
@@ -39,10 +47,11 @@ def hold_back_threshold(p: float, gain: float, loss: float) -> float:
 
 @dataclass
 class MoveAnalysis:
-    """The changes one move made to estOppFear, with the rule of each."""
+    """The changes one move made to estOppFear (and to ownFear's bluff scale), with the rule of each."""
 
     delta: float = 0.0
     events: list[str] = field(default_factory=list)
+    scale_delta: float = 0.0
 
 
 class Psychology:
@@ -51,6 +60,8 @@ class Psychology:
         self._rng = rng
         self._est_opp_fear = settings.est_opp_fear_start
         self._own_fear = settings.own_fear_min
+        self._drawn = settings.own_fear_min
+        self._own_fear_scale = 1.0
         self._declined: set[tuple[int, int]] = set()
         self.redraw_own_fear()
 
@@ -61,10 +72,21 @@ class Psychology:
         return self._own_fear
 
     def redraw_own_fear(self) -> float:
-        """ownFear is a random value in [min, max] (the thesis draws it anew as the game goes)."""
+        """ownFear is a random value in [min, max] (the thesis draws it anew as the game goes),
+        times the bluff scale (1 until an opponent is caught bluffing)."""
         s = self.settings
-        self._own_fear = self._rng.uniform(s.own_fear_min, s.own_fear_max)
+        self._drawn = self._rng.uniform(s.own_fear_min, s.own_fear_max)
+        self._own_fear = self._drawn * self._own_fear_scale
         return self._own_fear
+
+    @property
+    def own_fear_scale(self) -> float:
+        return self._own_fear_scale
+
+    @own_fear_scale.setter
+    def own_fear_scale(self, value: float) -> None:
+        self._own_fear_scale = min(1.0, max(0.0, float(value)))
+        self._own_fear = self._drawn * self._own_fear_scale
 
     @property
     def est_opp_fear(self) -> float:
@@ -81,18 +103,21 @@ class Psychology:
             return self.settings.est_own_fear
         return (self._own_fear + self._est_opp_fear) / 2.0
 
-    def start_game(self, est_opp_fear: float | None = None) -> None:
+    def start_game(self, est_opp_fear: float | None = None, own_fear_scale: float | None = None) -> None:
         self._declined.clear()
         self.est_opp_fear = self.settings.est_opp_fear_start if est_opp_fear is None else est_opp_fear
+        self.own_fear_scale = 1.0 if own_fear_scale is None else own_fear_scale
         self.redraw_own_fear()
 
     # The move analysis -----------------------------------------------------------------------------
 
-    def analyze(self, before: Position, move: int, me: int) -> MoveAnalysis:
+    def analyze(self, before: Position, move: int, me: int,
+                revealed: tuple[Rank | None, Rank | None] = (None, None)) -> MoveAnalysis:
         """Update estOppFear for ``move`` played from ``before`` (our view of the position just
-        before it, the move's side to move). Returns what changed and why."""
+        before it, the move's side to move), and the bluff scale when the move was a fight whose
+        ranks ``revealed`` (attacker, defender) shows. Returns what changed and why."""
         out = MoveAnalysis()
-        shown, _pairs = history_facts(before)
+        shown, pairs = history_facts(before)
         frm, to = move & 0xFF, move >> 8
         attacker = before.piece_id(frm)
         target = before.piece_id(to)
@@ -109,6 +134,8 @@ class Psychology:
             # Our piece, unknown to them before this move, that has moved.
             return pid not in shown and before.piece(pid)[3] > 0
 
+        if target >= 0 and revealed[0] is not None and revealed[1] is not None:
+            self._bluff(out, before, attacker, target, me, shown, pairs, revealed)
         if mover_side == me:
             if target >= 0 and unknown_moved(attacker) and target in shown:
                 self._apply(out, s.we_attack_with_unknown)
@@ -135,6 +162,31 @@ class Psychology:
                     out.events.append(f"their known {Rank(before.piece(pid)[2]).label} declines to attack "
                                       f"our unknown moved piece: {s.opponent_declines_attack:+.2f}")
         return out
+
+    def _bluff(self, out: MoveAnalysis, before: Position, attacker: int, target: int, me: int, shown: set[int],
+               pairs: set[tuple[int, int]], revealed: tuple[Rank | None, Rank | None]) -> None:
+        """A fight shows the rank of their piece that had walked up to one or more of our known
+        pieces while unknown to us (in this fight or any other): was that approach backed by
+        strength (it wins or ties against the strongest piece it approached), or a bluff?"""
+        step = self.settings.bluff_step
+        theirs = target if before.piece(attacker)[1] == me else attacker
+        # ``shown``, not the rank on ``before``: the fight's reveal is already written into the position.
+        if step <= 0.0 or theirs in shown:
+            return
+        approached = [Rank(before.piece(o)[2]) for t, o in pairs if t == theirs and o in shown]
+        if not approached:
+            return
+        strongest = max(approached)
+        their_rank = revealed[1] if theirs == target else revealed[0]
+        assert their_rank is not None
+        # As if their piece attacked ours: a tie counts as backed.
+        backed = combat(their_rank, strongest) in (ATTACKER_WINS, BOTH_DIE)
+        old = self._own_fear_scale
+        self.own_fear_scale = old + (step if backed else -step)
+        out.scale_delta += self._own_fear_scale - old
+        word = "not a bluff" if backed else "a bluff"
+        out.events.append(f"their {their_rank.label} that approached our known {strongest.label}: {word}, "
+                          f"ownFear scale {self._own_fear_scale:.2f}")
 
     def _apply(self, out: MoveAnalysis, step: float) -> None:
         # Each rule moves estOppFear on its own, clamped to [0, 1] every time.

@@ -36,6 +36,10 @@ class FearSettings(BaseModel):
     opponent_declines_attack: float = Field(
         0.04, description="their known piece above lieutenant could attack our unknown moved piece and "
         "does not (once a pair of pieces a game)")
+    bluff_step: float = Field(
+        0.1, ge=0.0, le=1.0, description="not in the thesis: ownFear is scaled by a factor kept per "
+        "opponent, which falls by this when an opponent piece that approached one of our known pieces "
+        "turns out weaker than it (a bluff) and rises by it when it was not; 0: the thesis's fixed ownFear")
 
     @model_validator(mode="after")
     def _range(self) -> FearSettings:

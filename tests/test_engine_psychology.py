@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
@@ -172,3 +173,69 @@ def test_own_fear_draws_and_est_own_fear() -> None:
     assert (fixed.own_fear, fixed.est_own_fear) == (0.4, 0.1)
     with pytest.raises(ValueError):
         FearSettings(own_fear_min=0.6, own_fear_max=0.5)
+
+
+# --- ownFear's bluff scale (not in the thesis; engine_ext/psychology.py) ----------------------------
+
+
+def bluff_game(step: float = 0.1) -> tuple[RefereedGame, Engine]:
+    red = {Square.parse(s): r for s, r in {
+        "A1": Rank.FLAG, "C1": Rank.SERGEANT, "F1": Rank.SCOUT,
+    }.items()}
+    blue = {Square.parse(s): r for s, r in {
+        "C4": Rank.SCOUT, "C6": Rank.MINER, "D6": Rank.CAPTAIN, "A6": Rank.MARSHAL, "E6": Rank.BOMB,
+        "F6": Rank.FLAG,
+    }.items()}
+    options = RulesOptions(ruleset=MINI, two_squares=None, more_squares=False)
+    game = RefereedGame(options, red, blue, validate_setups=False)
+    engine = Engine(EngineSettings(engine="perspecto", seed=1, fear=FearSettings(bluff_step=step)))
+    engine.start_game(game.view(Side.RED), Side.RED, "opponent")
+    return game, engine
+
+
+def test_bluff_scale_falls_for_a_bluff_and_rises_for_a_backed_approach() -> None:
+    game, engine = bluff_game()
+    # Our sergeant takes their scout on C4: now they know it (their scout never approached it).
+    for text in ("C1-C2", "A6-A5", "C2-C3", "A5-A6", "C3xC4"):
+        play(game, engine, text)
+    assert engine.own_fear_scale == 1.0
+    # Their unknown miner walks up to our known sergeant; we take it: it was a bluff.
+    for text in ("C6-C5", "F1-F2", "A6-A5"):
+        play(game, engine, text)
+    assert engine.own_fear_scale == 1.0
+    drawn = engine.own_fear
+    play(game, engine, "C4xC5")
+    assert engine.own_fear_scale == pytest.approx(0.9)
+    assert engine.own_fear == pytest.approx(drawn * 0.9)
+    assert any("a bluff" in e for e in engine.last_analysis[-1].events)
+    # Their unknown captain walks up to it and takes it: that approach was backed.
+    for text in ("D6-D5", "F2-F1", "D5xC5"):
+        play(game, engine, text)
+    assert engine.own_fear_scale == pytest.approx(1.0)
+    assert any("not a bluff" in e for e in engine.last_analysis[-1].events)
+    # The scale is kept per opponent, like estOppFear, and starts at 1 for a new one.
+    engine.own_fear_scale = 0.4
+    engine.start_game(game.view(Side.RED), Side.RED, "opponent")
+    assert engine.own_fear_scale == pytest.approx(0.4)
+    engine.start_game(game.view(Side.RED), Side.RED, "someone else")
+    assert engine.own_fear_scale == 1.0
+
+
+def test_bluff_step_zero_is_the_thesis() -> None:
+    game, engine = bluff_game(step=0.0)
+    for text in ("C1-C2", "A6-A5", "C2-C3", "A5-A6", "C3xC4", "C6-C5", "F1-F2", "A6-A5", "C4xC5"):
+        play(game, engine, text)
+    assert engine.own_fear_scale == 1.0
+
+
+def test_values_set_before_the_first_move_survive_it() -> None:
+    # The bot primes a fresh engine from its store before the game's first move; the first
+    # choose_move (which starts the game when start_game was not called) must keep those values.
+    game, _engine = bluff_game()
+    engine = Engine(builtin_settings("perspecto").model_copy(update={"max_depth": 2, "seed": 1}))
+    engine.est_opp_fear = 0.12
+    engine.own_fear_scale = 0.5
+    now = time.monotonic()
+    engine.choose_move(game.view(Side.RED), now + 10, now + 20)
+    assert engine.est_opp_fear == pytest.approx(0.12)
+    assert engine.own_fear_scale == pytest.approx(0.5)

@@ -33,6 +33,32 @@ def test_history_sums_results_setups_and_fear(tmp_path: Path) -> None:
         assert store.opponents() == ["other", "probe"]
 
 
+def test_bluff_scale_is_kept_apart_from_the_fear(tmp_path: Path) -> None:
+    with OpponentStore(tmp_path / "o.sqlite") as store:
+        store.record_game("probe", "win", est_opp_fear=0.3, own_fear_scale=0.7)
+        store.record_game("probe", "win", est_opp_fear=0.25)  # no scale given: the stored one stays
+        hist = store.history("probe")
+        assert (hist.est_opp_fear, hist.own_fear_scale) == (pytest.approx(0.25), pytest.approx(0.7))
+        with pytest.raises(ValueError, match="own_fear_scale"):
+            store.record_game("probe", "win", own_fear_scale=-0.1)
+
+
+def test_a_store_from_before_the_bluff_scale_gains_its_column(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(str(path))
+    db.executescript("CREATE TABLE opponent (name TEXT PRIMARY KEY, est_opp_fear REAL, updated REAL NOT NULL);"
+                     "INSERT INTO opponent VALUES ('probe', 0.2, 0);")
+    db.close()
+    with OpponentStore(path) as store:
+        hist = store.history("probe")
+        assert (hist.est_opp_fear, hist.own_fear_scale) == (pytest.approx(0.2), None)
+        store.record_game("probe", "loss", own_fear_scale=0.9)
+        hist = store.history("probe")
+        assert (hist.est_opp_fear, hist.own_fear_scale) == (pytest.approx(0.2), pytest.approx(0.9))
+
+
 def test_bad_values_are_refused(tmp_path: Path) -> None:
     with OpponentStore(tmp_path / "o.sqlite") as store:
         with pytest.raises(ValueError, match="result"):
@@ -74,3 +100,27 @@ def test_kill_minus_nine_in_the_middle_of_writes_loses_nothing_committed(tmp_pat
             # the fear estimate was written in the same transaction as the last game row
             last_plies = store._db.execute("SELECT plies FROM game ORDER BY id DESC LIMIT 1").fetchone()[0]
             assert hist.est_opp_fear == pytest.approx((last_plies % 100) / 100)
+
+
+def test_the_bot_primes_a_fresh_engine_and_records_what_it_learnt(tmp_path: Path) -> None:
+    from bot.engine_interface import create_engine
+    from bot.learning import OpponentMemory
+    from engine_ext.game import RulesOptions
+    from engine_ext.pieces import Side
+    from engine_ext.rulesets import CLASSIC
+    from engine_ext.selfplay import semi_random_game
+
+    with OpponentStore(tmp_path / "o.sqlite") as store:
+        store.record_game("probe", "win", est_opp_fear=0.12, own_fear_scale=0.5)
+        memory = OpponentMemory(store)
+        wrapper = create_engine("perspecto", {"max_depth": 2}, seed=1)
+        memory.prime_engine(wrapper, "probe")
+        engine = wrapper.engine  # type: ignore[attr-defined]
+        now = time.monotonic()
+        # The first move starts the game inside the engine: the primed values must survive it.
+        engine.choose_move(semi_random_game(RulesOptions(ruleset=CLASSIC), 1).view(Side.RED), now + 10, now + 20)
+        assert (engine.est_opp_fear, engine.own_fear_scale) == (pytest.approx(0.12), pytest.approx(0.5))
+        engine.own_fear_scale = 0.4
+        memory.record("probe", won=True, reason="flag", setup=None, plies=10, engine=wrapper, game_id="g")
+        hist = store.history("probe")
+        assert (hist.est_opp_fear, hist.own_fear_scale) == (pytest.approx(0.12), pytest.approx(0.4))

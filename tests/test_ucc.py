@@ -787,7 +787,10 @@ async def test_a_program_with_a_bad_setup(script: str, why: str) -> None:
     ("import time; time.sleep(5)", "a move did not come within"),
 ])
 async def test_a_program_with_a_bad_move(answer: str, why: str) -> None:
-    script = f"import sys; sys.stdin.readline(); {SETUP_ECHO}; sys.stdout.flush(); {answer}"
+    # The program stays alive after its answer: one that exits at once races our write of the board
+    # (then the error is, rightly, "cannot write to it").
+    script = (f"import sys, time; sys.stdin.readline(); {SETUP_ECHO}; sys.stdout.flush(); {answer}; "
+              "sys.stdout.flush(); time.sleep(3)")
     program = UccOpponent(_fake_program(script), move_time=0.3, grace=0.2)
     placement = await program.start(Side.RED, "host")
     assert placement == spec_setup(SPEC_RED_SETUP, Side.RED)
