@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import BotProfile, ProfileError, builtin_profiles, default_profile_name, profile_from_mapping
+from engine_ext.settings import deep_merge
 
 PROFILES_DIR = "profiles"
 PROFILE_ENV_PREFIX = "PERSPECTO_PROFILES__"
@@ -58,16 +59,6 @@ def profile_env_overrides(environ: Mapping[str, str] | None = None) -> dict[str,
     return out
 
 
-def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def read_profile_file(path: Path, overrides: Mapping[str, Any] | None = None) -> BotProfile:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -75,7 +66,7 @@ def read_profile_file(path: Path, overrides: Mapping[str, Any] | None = None) ->
         raise ProfileError(f"{path}: not valid TOML: {exc}") from None
     data.setdefault("name", path.stem)
     if overrides:
-        data = _deep_merge(data, overrides)
+        data = deep_merge(data, overrides)
     return profile_from_mapping(data, source=str(path))
 
 

@@ -21,7 +21,13 @@ from engine_ext.notation import Move
 from engine_ext.pieces import Rank, Side
 from engine_ext.psychology import MoveAnalysis, Psychology
 from engine_ext.search import SearchRunner
-from engine_ext.settings import BUILTIN_ENGINE_SETTINGS, EngineSettings, builtin_settings, search_params
+from engine_ext.settings import (
+    BUILTIN_ENGINE_SETTINGS,
+    EngineSettings,
+    builtin_settings,
+    deep_merge,
+    search_params,
+)
 
 # Seconds kept between the abort deadline and the caller's hard deadline: building the answer.
 _ANSWER_MARGIN = 0.02
@@ -280,18 +286,6 @@ class EngineMove:
         return choice.move
 
 
-def _merged(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """``over`` laid over ``base``; nested tables (``fear``) key by key, so a profile that sets one
-    fear value keeps the built-in profile's others."""
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merged(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def engine_factory(profile: str) -> Callable[[Mapping[str, Any], int | None], EngineMove]:
     """A factory in the shape of the bot's engine registry: (parameters, seed) -> engine. The
     parameters are ``EngineSettings`` fields laid over the built-in profile ``profile``."""
@@ -299,7 +293,7 @@ def engine_factory(profile: str) -> Callable[[Mapping[str, Any], int | None], En
         raise ValueError(f"unknown engine profile {profile!r} (known: {', '.join(BUILTIN_ENGINE_SETTINGS)})")
 
     def make(params: Mapping[str, Any], seed: int | None) -> EngineMove:
-        data = _merged(BUILTIN_ENGINE_SETTINGS[profile].model_dump(), params)
+        data = deep_merge(BUILTIN_ENGINE_SETTINGS[profile].model_dump(), params)
         if seed is not None:
             data["seed"] = seed
         return EngineMove(Engine(EngineSettings.model_validate(data)))

@@ -6,6 +6,7 @@ what each does. A bad key is an error that names it (``extra="forbid"``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -207,6 +208,18 @@ BUILTIN_ENGINE_SETTINGS: dict[str, EngineSettings] = {
     "pemm": EngineSettings(engine="pemm", **_SECTION_8),
     "perspecto": EngineSettings(),
 }
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` laid over ``base``; nested tables (``fear``) key by key, so a profile that sets one
+    fear value keeps the other values of what it is laid over."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def builtin_settings(name: str) -> EngineSettings:

@@ -264,3 +264,14 @@ def test_time_manager_keeps_the_tournament_limits() -> None:
     assert TimeManager(time_use=0.5).soft_seconds() == pytest.approx(2.5)
     with pytest.raises(ValueError):
         TimeLimits(max_per_move=4.0, average_per_move=5.0)
+
+
+def test_parameters_are_laid_over_the_profile_table_by_table() -> None:
+    from engine_ext.settings import deep_merge
+
+    base = {"max_depth": 9, "fear": {"own_fear_min": 0.1, "own_fear_max": 0.2}}
+    merged = deep_merge(base, {"fear": {"own_fear_max": 0.4}, "scale": "JM"})
+    assert merged == {"max_depth": 9, "fear": {"own_fear_min": 0.1, "own_fear_max": 0.4}, "scale": "JM"}
+    assert base["fear"] == {"own_fear_min": 0.1, "own_fear_max": 0.2}  # not changed in place
+    engine = engine_factory("perspecto")({"fear": {"bluff_step": 0.0}}, 1).engine
+    assert engine.settings.fear.bluff_step == 0.0 and engine.settings.fear.own_fear_max == 0.5
