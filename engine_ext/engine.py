@@ -61,8 +61,8 @@ class Engine:
         self.settings = settings
         self._rng = random.Random(settings.seed)
         self.psychology = Psychology(settings.fear, self._rng)
-        self._fear_by_opponent: dict[str, float] = {}
-        self._scale_by_opponent: dict[str, float] = {}
+        # What was learnt per opponent name: (estOppFear, ownFear's bluff scale).
+        self._learnt: dict[str, tuple[float, float]] = {}
         self._side: Side | None = None
         self._opponent = ""
         self._seen = 0  # history entries the move analysis has looked at
@@ -81,9 +81,7 @@ class Engine:
     @est_opp_fear.setter
     def est_opp_fear(self, value: float) -> None:
         self.psychology.est_opp_fear = value
-        # Kept under the opponent's name ("" before a game names one), so a value the bot primes
-        # from its store before the first move is what start_game begins from.
-        self._fear_by_opponent[self._opponent] = self.psychology.est_opp_fear
+        self._remember()
 
     @property
     def own_fear(self) -> float:
@@ -97,7 +95,12 @@ class Engine:
     @own_fear_scale.setter
     def own_fear_scale(self, value: float) -> None:
         self.psychology.own_fear_scale = value
-        self._scale_by_opponent[self._opponent] = self.psychology.own_fear_scale
+        self._remember()
+
+    def _remember(self) -> None:
+        # Kept under the opponent's name ("" before a game names one), so values the bot primes
+        # from its store before the first move are what start_game begins from.
+        self._learnt[self._opponent] = (self.psychology.est_opp_fear, self.psychology.own_fear_scale)
 
     # The game ------------------------------------------------------------------------------------
 
@@ -106,7 +109,8 @@ class Engine:
         opponent in an earlier game (10.3.3), else from the configured start value."""
         self._side = Side(side)
         self._opponent = opponent
-        self.psychology.start_game(self._fear_by_opponent.get(opponent), self._scale_by_opponent.get(opponent))
+        fear, scale = self._learnt.get(opponent, (None, None))
+        self.psychology.start_game(fear, scale)
         self._seen = len(game.history)
 
     def observe(self, game: Game, result: MoveResult | None = None) -> None:
@@ -138,8 +142,7 @@ class Engine:
                                                               (entry.attacker, entry.defender)))
         del self.last_analysis[:-8]
         self._seen = len(history)
-        self._fear_by_opponent[self._opponent] = self.psychology.est_opp_fear
-        self._scale_by_opponent[self._opponent] = self.psychology.own_fear_scale
+        self._remember()
 
     def choose_move(
         self,

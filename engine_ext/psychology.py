@@ -11,9 +11,9 @@ Not in the thesis: the bluff rate (its 11.2 names "game-theoretic bluff rates" a
 ownFear assumes that an unknown piece which walks up to our known piece is strong; against an
 opponent whose pieces walk forward whatever they are, that makes every known piece of ours flee
 (bench/engine_match: Perspecto lost 11/5/24 to p-e-minimax with ownFear, won 21/6/13 without). So
-ownFear is multiplied by a scale kept per opponent: each time an approaching piece is revealed in a
-fight with the piece it approached, the scale falls by ``bluff_step`` if it was weaker (a bluff) and
-rises by it if it was not.
+ownFear is multiplied by a scale kept per opponent: each time a fight shows the rank of their piece
+that had walked up to our known pieces while unknown to us, the scale falls by ``bluff_step`` if it is
+weaker than the strongest of them (a bluff) and rises by it if it is not.
 """
 
 from __future__ import annotations
@@ -47,11 +47,11 @@ def hold_back_threshold(p: float, gain: float, loss: float) -> float:
 
 @dataclass
 class MoveAnalysis:
-    """The changes one move made to estOppFear (and to ownFear's bluff scale), with the rule of each."""
+    """The changes one move made to estOppFear (``delta``) and to ownFear's bluff scale, with the rule
+    of each."""
 
     delta: float = 0.0
     events: list[str] = field(default_factory=list)
-    scale_delta: float = 0.0
 
 
 class Psychology:
@@ -59,8 +59,7 @@ class Psychology:
         self.settings = settings
         self._rng = rng
         self._est_opp_fear = settings.est_opp_fear_start
-        self._own_fear = settings.own_fear_min
-        self._drawn = settings.own_fear_min
+        self._drawn = settings.own_fear_min  # ownFear before the bluff scale
         self._own_fear_scale = 1.0
         self._declined: set[tuple[int, int]] = set()
         self.redraw_own_fear()
@@ -69,15 +68,14 @@ class Psychology:
 
     @property
     def own_fear(self) -> float:
-        return self._own_fear
+        return self._drawn * self._own_fear_scale
 
     def redraw_own_fear(self) -> float:
         """ownFear is a random value in [min, max] (the thesis draws it anew as the game goes),
         times the bluff scale (1 until an opponent is caught bluffing)."""
         s = self.settings
         self._drawn = self._rng.uniform(s.own_fear_min, s.own_fear_max)
-        self._own_fear = self._drawn * self._own_fear_scale
-        return self._own_fear
+        return self.own_fear
 
     @property
     def own_fear_scale(self) -> float:
@@ -86,7 +84,6 @@ class Psychology:
     @own_fear_scale.setter
     def own_fear_scale(self, value: float) -> None:
         self._own_fear_scale = min(1.0, max(0.0, float(value)))
-        self._own_fear = self._drawn * self._own_fear_scale
 
     @property
     def est_opp_fear(self) -> float:
@@ -101,7 +98,7 @@ class Psychology:
         """Fixed by configuration, or midway between ownFear and estOppFear (the thesis's default)."""
         if self.settings.est_own_fear is not None:
             return self.settings.est_own_fear
-        return (self._own_fear + self._est_opp_fear) / 2.0
+        return (self.own_fear + self._est_opp_fear) / 2.0
 
     def start_game(self, est_opp_fear: float | None = None, own_fear_scale: float | None = None) -> None:
         self._declined.clear()
@@ -181,9 +178,7 @@ class Psychology:
         assert their_rank is not None
         # As if their piece attacked ours: a tie counts as backed.
         backed = combat(their_rank, strongest) in (ATTACKER_WINS, BOTH_DIE)
-        old = self._own_fear_scale
-        self.own_fear_scale = old + (step if backed else -step)
-        out.scale_delta += self._own_fear_scale - old
+        self.own_fear_scale += step if backed else -step
         word = "not a bluff" if backed else "a bluff"
         out.events.append(f"their {their_rank.label} that approached our known {strongest.label}: {word}, "
                           f"ownFear scale {self._own_fear_scale:.2f}")
