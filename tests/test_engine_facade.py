@@ -203,7 +203,10 @@ def test_builtin_profiles() -> None:
     perspecto = BUILTIN_ENGINE_SETTINGS["perspecto"]
     assert (perspecto.max_depth, perspecto.local_radius, perspecto.average_margin) == (9, 2, 3.0)
     assert perspecto.strategic and perspecto.psychology and perspecto.variable_depth
-    assert not BUILTIN_ENGINE_SETTINGS["pemm"].strategic
+    pemm = BUILTIN_ENGINE_SETTINGS["pemm"]
+    assert not pemm.strategic
+    # p-e-minimax's rules as written: the failed attack is the passive move, 3-point averaging.
+    assert (pemm.failed_attack_passive, pemm.failed_attack_alternative, pemm.average_margin) == (True, False, 3.0)
     for name in ("minimax", "expectiminimax", "pemm"):
         baseline = BUILTIN_ENGINE_SETTINGS[name]
         assert (baseline.max_depth, baseline.variable_depth, baseline.advance_bonus) == (5, False, 1.0)
