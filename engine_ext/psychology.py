@@ -131,8 +131,9 @@ class Psychology:
             # Our piece, unknown to them before this move, that has moved.
             return pid not in shown and before.piece(pid)[3] > 0
 
-        if target >= 0 and revealed[0] is not None and revealed[1] is not None:
-            self._bluff(out, before, attacker, target, me, shown, pairs, revealed)
+        shown_attacker, shown_defender = revealed
+        if target >= 0 and shown_attacker is not None and shown_defender is not None:
+            self._bluff(out, before, attacker, target, me, shown, pairs, (shown_attacker, shown_defender))
         if mover_side == me:
             if target >= 0 and unknown_moved(attacker) and target in shown:
                 self._apply(out, s.we_attack_with_unknown)
@@ -161,7 +162,7 @@ class Psychology:
         return out
 
     def _bluff(self, out: MoveAnalysis, before: Position, attacker: int, target: int, me: int, shown: set[int],
-               pairs: set[tuple[int, int]], revealed: tuple[Rank | None, Rank | None]) -> None:
+               pairs: set[tuple[int, int]], revealed: tuple[Rank, Rank]) -> None:
         """A fight shows the rank of their piece that had walked up to one or more of our known
         pieces while unknown to us (in this fight or any other): was that approach backed by
         strength (it wins or ties against the strongest piece it approached), or a bluff?"""
@@ -175,7 +176,6 @@ class Psychology:
             return
         strongest = max(approached)
         their_rank = revealed[1] if theirs == target else revealed[0]
-        assert their_rank is not None
         # As if their piece attacked ours: a tie counts as backed.
         backed = combat(their_rank, strongest) in (ATTACKER_WINS, BOTH_DIE)
         self.own_fear_scale += step if backed else -step

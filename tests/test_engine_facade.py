@@ -17,7 +17,13 @@ from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import CLASSIC, MINI, Square
 from engine_ext.search import SearchRunner
 from engine_ext.selfplay import play_game, semi_random_game
-from engine_ext.settings import BUILTIN_ENGINE_SETTINGS, EngineSettings, builtin_settings, search_params
+from engine_ext.settings import (
+    BUILTIN_ENGINE_SETTINGS,
+    EngineSettings,
+    builtin_settings,
+    deep_merge,
+    search_params,
+)
 from engine_ext.timeman import TimeLimits, TimeManager
 
 PROFILES = ["random", "minimax", "expectiminimax", "pemm", "perspecto"]
@@ -270,8 +276,6 @@ def test_time_manager_keeps_the_tournament_limits() -> None:
 
 
 def test_parameters_are_laid_over_the_profile_table_by_table() -> None:
-    from engine_ext.settings import deep_merge
-
     base = {"max_depth": 9, "fear": {"own_fear_min": 0.1, "own_fear_max": 0.2}}
     merged = deep_merge(base, {"fear": {"own_fear_max": 0.4}, "scale": "JM"})
     assert merged == {"max_depth": 9, "fear": {"own_fear_min": 0.1, "own_fear_max": 0.4}, "scale": "JM"}
