@@ -392,6 +392,8 @@ class Reference:
                 elif self._special_lives(s, r):
                     value += special[r]
                 self.piece[s][r] = value
+        if self.p.own_flag_value > 0.0:
+            self.piece[self.me][FLAG] = self.p.own_flag_value
 
     def _special_lives(self, s: int, r: int) -> bool:
         o = 1 - s
@@ -470,6 +472,21 @@ class Reference:
         squares = range(b.stride * (b.height + 2))
         self.area = {sq for sq in squares if min(b.dist(sq, frm), b.dist(sq, to)) <= r}
         self.near = {sq for sq in squares if min(b.dist(sq, frm), b.dist(sq, to)) <= r + 1}
+        flag = self.flag_square()
+        if flag is not None:
+            # Our flag's surroundings join every area (not in the thesis; see the compiled search).
+            self.area |= {sq for sq in squares if b.dist(sq, flag) <= self.p.flag_area}
+            self.near |= {sq for sq in squares if b.dist(sq, flag) <= self.p.flag_area + 1}
+
+    def flag_square(self) -> int | None:
+        """Our flag's square when the flag area is on (it never moves: the root's answer holds)."""
+        if self.p.flag_area < 0:
+            return None
+        b = self.b
+        for pid in range(len(b.owner)):
+            if b.owner[pid] == self.me and b.rank[pid] == FLAG and b.square[pid] >= 0:
+                return int(b.square[pid])
+        return None
 
     def last_moved(self) -> int:
         b = self.b

@@ -28,6 +28,8 @@ ctypedef struct SearchConfig:
     int en_prise_plies          # up to here also: captures, moves into reach of an opponent piece,
     int last_piece_plies        # up to here: captures and the side's last moved piece; beyond: captures
     int radius                  # local search radius (7.4); < 0: global search, no passive move
+    int flag_area               # squares this close to our flag join every local area; < 0: none
+    int flag_sq                 # our flag's square at the root; < 0: none (or no flag area)
     int two_squares             # the two-squares limit applied inside the search; 0: not applied
     int passive_fail            # an unknown attacker's failure on a known piece is the passive move
     int failed_alternative      # ... and stands for the mover's best other move, not for doing nothing

@@ -94,10 +94,19 @@ cdef void set_area(Search* S, int move) noexcept nogil:
     cdef int frm = move & 0xFF
     cdef int to = move >> 8
     cdef int sq, side, pid, rank, r = S.cfg.radius
+    cdef int fr = S.cfg.flag_area
+    cdef int flag = S.cfg.flag_sq
     cdef bint runs
     for sq in range(MAX_SQ):
         S.area[sq] = manhattan(&S.kn, sq, frm) <= r or manhattan(&S.kn, sq, to) <= r
         S.near[sq] = manhattan(&S.kn, sq, frm) <= r + 1 or manhattan(&S.kn, sq, to) <= r + 1
+        if flag >= 0:
+            # Not in the thesis: our flag's surroundings belong to every area, so a raid on the
+            # flag is searched whatever the root move (docs/engine.md, "Flag defence").
+            if manhattan(&S.kn, sq, flag) <= fr:
+                S.area[sq] = 1
+            if manhattan(&S.kn, sq, flag) <= fr + 1:
+                S.near[sq] = 1
     S.box[0] = S.box[2] = 1 << 20
     S.box[1] = S.box[3] = -1
     for sq in range(MAX_SQ):
@@ -1080,7 +1089,8 @@ cdef class SearchRunner:
             base[r] = params.base[r]
             special[r] = params.special[r]
         build_values(&S.val, &S.kn, &S.pos, base, special, params.default_flag_value, params.decay,
-                     params.reveal_factor, params.reveal_bomb, params.advance, params.random_amplitude, key)
+                     params.reveal_factor, params.reveal_bomb, params.advance, params.random_amplitude, key,
+                     params.own_flag_value)
         S.cfg.algorithm = ALGORITHMS[params.algorithm]
         S.cfg.max_depth = params.max_depth
         S.cfg.variable_depth = params.variable_depth
@@ -1088,6 +1098,12 @@ cdef class SearchRunner:
         S.cfg.en_prise_plies = params.en_prise_plies
         S.cfg.last_piece_plies = params.last_piece_plies
         S.cfg.radius = params.radius
+        S.cfg.flag_area = params.flag_area
+        S.cfg.flag_sq = -1
+        if params.flag_area >= 0:
+            for pid in range(S.pos.first_id[me], S.pos.end_id[me]):
+                if S.pos.prank[pid] == R_FLAG and S.pos.psq[pid] >= 0:
+                    S.cfg.flag_sq = S.pos.psq[pid]
         S.cfg.two_squares = params.two_squares
         S.cfg.passive_fail = params.passive_fail
         S.cfg.failed_alternative = params.failed_alternative

@@ -115,6 +115,21 @@ def test_flag_value_spread_over_suspects() -> None:
     assert view.flag_share(ids["D6"]) == 0.0
 
 
+def test_own_flag_value_prices_only_our_flag_in_our_view() -> None:
+    # Not in the thesis: losing our flag may cost more than the scale's flag. The opponent's flag,
+    # and the flag share the opponent's view puts on our unknown pieces, keep the scale's value.
+    red = one_of_each(1)
+    blue = {"A8": U, "B8": U, "C8": B, "D6": U}
+    pos, ids = build(red, blue)
+    plain = ValuesView(pos, 0, counts(list(ALL_TWELVE)), BASE, SPECIAL)
+    view = ValuesView(pos, 0, counts(list(ALL_TWELVE)), BASE, SPECIAL, own_flag_value=1000.0)
+    assert view.piece(0, int(F)) == 1000
+    assert view.piece(1, int(F)) == plain.piece(1, int(F)) == 300
+    assert view.flag_value(0) == view.flag_value(1) == 300
+    assert view.flag_share(ids["B8"]) == plain.flag_share(ids["B8"])
+    assert view.flag_share(ids["A1"]) == plain.flag_share(ids["A1"]) > 0
+
+
 # --- Table 8 ---------------------------------------------------------------------------------------
 
 # Each side: flag, bomb, spy, scout, sergeant, captain, general, marshal.

@@ -205,8 +205,9 @@ def test_only_legal_move_is_returned_at_once() -> None:
 
 def test_builtin_profiles() -> None:
     assert list(BUILTIN_ENGINE_SETTINGS) == PROFILES
-    assert BUILTIN_ENGINE_SETTINGS["perspecto"] == EngineSettings()
     perspecto = BUILTIN_ENGINE_SETTINGS["perspecto"]
+    # The model's defaults, but for the flag defence, which only the full Perspecto has.
+    assert perspecto == EngineSettings(flag_area=3, own_flag_value=1000.0)
     assert (perspecto.max_depth, perspecto.local_radius, perspecto.average_margin) == (9, 2, 3.0)
     assert perspecto.strategic and perspecto.psychology and perspecto.variable_depth
     pemm = BUILTIN_ENGINE_SETTINGS["pemm"]
@@ -216,6 +217,7 @@ def test_builtin_profiles() -> None:
     for name in ("minimax", "expectiminimax", "pemm"):
         baseline = BUILTIN_ENGINE_SETTINGS[name]
         assert (baseline.max_depth, baseline.variable_depth, baseline.advance_bonus) == (5, False, 1.0)
+        assert (baseline.flag_area, baseline.own_flag_value) == (-1, None)
     assert Engine("minimax").name == "minimax"
 
 

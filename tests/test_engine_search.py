@@ -62,6 +62,8 @@ CASES = [
     ("perspecto", 5, {"scout_runs": True}),
     ("perspecto", 4, {"variable_depth": False, "average_margin": 0.0}),
     ("expectiminimax", 3, {"failed_attack_passive": True, "psychology": True}),
+    ("perspecto", 5, {"flag_area": 1, "own_flag_value": 1000.0}),
+    ("perspecto", 5, {"flag_area": 2, "local_radius": 1}),
 ]
 
 
@@ -113,6 +115,7 @@ def test_matches_reference_on_a_sparse_classic_board() -> None:
     game = sparse_classic_view()
     compare(game, params_for("perspecto", scout_runs=True), 4)
     compare(game, params_for("perspecto"), 6)
+    compare(game, params_for("perspecto", flag_area=3, own_flag_value=1000.0), 5)
     compare(game, params_for("expectiminimax"), 4)
 
 
@@ -174,6 +177,27 @@ def test_every_search_saves_a_threatened_piece(profile: str) -> None:
     pos, ids = sparse({"A1": Rank.FLAG, "E4": Rank.GENERAL}, {"J10": Rank.UNKNOWN, "E5": Rank.MARSHAL})
     move = best_move(pos, params_for(profile), 3, public=[ids["E4"]])
     assert move in (code(pos, "E4", "D4"), code(pos, "E4", "F4"), code(pos, "E4", "E3"))
+
+
+def test_the_flag_area_searches_a_raid_whatever_the_root_move() -> None:
+    # Their known miner stands next to the bomb beside our flag; our only movable piece is far away.
+    # The local area of the marshal's moves (radius 2) does not reach the flag: without the flag area
+    # the raid is never searched and every move is worth the same as passing; with it, the raid is in
+    # every line, so the miner's moves are searched below each root move.
+    pos, ids = sparse({"A1": Rank.FLAG, "A2": Rank.BOMB, "B1": Rank.BOMB, "J5": Rank.MARSHAL},
+                      {"A3": Rank.MINER, "J10": Rank.UNKNOWN})
+    moves = pos.moves(False)
+    assert all(m & 0xFF == pos.square(9, 4) for m in moves)
+    nodes = {}
+    for area in (-1, 3):
+        params = params_for("perspecto", flag_area=area, own_flag_value=1000.0)
+        runner = SearchRunner(pos, 0, COUNTS, params, public=[ids["A3"]], moved=[ids["A3"]])
+        runner.search_depth(moves, 4)
+        nodes[area] = runner.nodes
+        reference = Reference(pos, 0, COUNTS, params, public=[ids["A3"]], moved=[ids["A3"]])
+        reference.search(moves, 4)
+        assert reference.nodes == runner.nodes
+    assert nodes[3] > nodes[-1]
 
 
 def test_thesis_figure_11_the_opponent_sees_differently() -> None:
