@@ -30,7 +30,8 @@ ctypedef struct Values:
 cdef void build_values(Values* v, Knowledge* kn, Pos* p, const double* base, const double* special,
                        double default_flag_value, double decay, double reveal_factor,
                        double reveal_bomb, double advance, double random_amp,
-                       uint64_t random_key, double own_flag_value=*) noexcept nogil
+                       uint64_t random_key, double own_flag_value=*,
+                       double miner_bonus=*) noexcept nogil
 
 
 cdef inline double captured_value(Values* v, Knowledge* kn, Pos* p, const unsigned char* kpub,

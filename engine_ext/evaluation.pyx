@@ -49,7 +49,7 @@ cdef bint _special_lives(Knowledge* kn, int side, int r) noexcept nogil:
 cdef void build_values(Values* v, Knowledge* kn, Pos* p, const double* base, const double* special,
                        double default_flag_value, double decay, double reveal_factor,
                        double reveal_bomb, double advance, double random_amp,
-                       uint64_t random_key, double own_flag_value=0.0) noexcept nogil:
+                       uint64_t random_key, double own_flag_value=0.0, double miner_bonus=0.0) noexcept nogil:
     cdef int s, o, r, q, k, mv, notches, target, pid, n
     cdef double val, total, w
     for s in range(2):
@@ -75,6 +75,8 @@ cdef void build_values(Values* v, Knowledge* kn, Pos* p, const double* base, con
                 v.flag_value[s] = val
             elif _special_lives(kn, s, r):
                 val += special[r]
+                if r == R_MINER:
+                    val += miner_bonus      # not in the thesis: miners kept (and hunted) harder
             v.piece[s][r] = val
         v.piece[s][R_UNKNOWN] = 0.0
     if own_flag_value > 0.0:
@@ -162,7 +164,8 @@ cdef class ValuesView:
 
     def __init__(self, Position pos, int me, initial, base, special, *, public=None, approached=None,
                  moved=(), double default_flag_value=300.0, double decay=0.95, double reveal_factor=0.0,
-                 double reveal_bomb=0.0, double advance=0.0, double own_flag_value=0.0):
+                 double reveal_bomb=0.0, double advance=0.0, double own_flag_value=0.0,
+                 double miner_bonus=0.0):
         cdef double b[N_RANKS]
         cdef double sp[N_RANKS]
         cdef int r
@@ -175,7 +178,7 @@ cdef class ValuesView:
             sp[r] = special[r]
         prepare_root(self.work, &self.kn, pos, me, initial, public, approached, moved, (0.0, 0.0, 0.0), False)
         build_values(&self.v, &self.kn, self.work, b, sp, default_flag_value, decay, reveal_factor,
-                     reveal_bomb, advance, 0.0, 0, own_flag_value)
+                     reveal_bomb, advance, 0.0, 0, own_flag_value, miner_bonus)
 
     def piece(self, int side, int rank) -> float:
         return self.v.piece[side][rank]

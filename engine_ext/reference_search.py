@@ -390,7 +390,7 @@ class Reference:
                     value = total if total > 0 else self.p.default_flag_value
                     self.flag_value[s] = value
                 elif self._special_lives(s, r):
-                    value += special[r]
+                    value += special[r] + (self.p.miner_bonus if r == MINER else 0.0)
                 self.piece[s][r] = value
         if self.p.own_flag_value > 0.0:
             self.piece[self.me][FLAG] = self.p.own_flag_value

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine_ext.core import Position
-from engine_ext.pieces import Rank
+from engine_ext.pieces import ATTACKER_WINS, Rank, combat
 
 MIN_STEPS = 4  # "L är antal steg mellan pjäserna (lägst 4)"
 
@@ -70,6 +70,9 @@ RULES: tuple[Rule, ...] = (
     Rule(20, "[1, f=2, 32]", _ranks(Rank.MARSHAL), _ranks(Rank.GENERAL), _const(32.0)),
     Rule(21, "[<8, fX(op), 80*pF]", _ABOVE_MINER, None, lambda pf, _pb: 80.0 * pf, open_only=True),
 )
+
+# Known opponent ranks the endgame hunt chases (not in the thesis): every movable rank.
+_MOVERS = frozenset(Rank(code) for code in range(Rank.SPY, Rank.MARSHAL + 1))
 
 # Appendix 1, last paragraph: the factor on every force of an own piece that has moved.
 MOVED_FACTOR: dict[Rank, float] = {
@@ -188,9 +191,11 @@ def _is_open(board: _Board, target: _Piece) -> bool:
     return False
 
 
-def target_force(own: Rank, target: Rank, p_flag: float, p_bomb: float, is_open: bool) -> float:
+def target_force(own: Rank, target: Rank, p_flag: float, p_bomb: float, is_open: bool,
+                 hunt: float = 0.0) -> float:
     """The summed force of every rule pulling a piece of rank ``own`` towards one opponent piece of
-    known rank ``target`` (``Rank.UNKNOWN`` when the viewer has not seen it)."""
+    known rank ``target`` (``Rank.UNKNOWN`` when the viewer has not seen it), plus ``hunt`` (the
+    endgame hunt, not in the thesis) when the target is a known mover that ``own`` beats."""
     force = 0.0
     for rule in RULES:
         if own not in rule.own:
@@ -201,10 +206,14 @@ def target_force(own: Rank, target: Rank, p_flag: float, p_bomb: float, is_open:
             hit = target in rule.targets
         if hit:
             force += rule.force(p_flag, p_bomb)
+    if (hunt != 0.0 and own in MOVED_FACTOR and target in _MOVERS
+            and combat(own, target) == ATTACKER_WINS):
+        force += hunt
     return force
 
 
-def _pull(board: _Board, piece: _Piece, p_flag: Sequence[float], p_bomb: Sequence[float]) -> tuple[float, float]:
+def _pull(board: _Board, piece: _Piece, p_flag: Sequence[float], p_bomb: Sequence[float],
+          hunt: float = 0.0) -> tuple[float, float]:
     """The summed (x, y) pull on one own piece, before the moved-piece factor."""
     opp = 1 - piece.owner
     targets = sorted((p for p in board.pieces.values() if p.owner == opp), key=lambda p: p.pid)
@@ -212,7 +221,7 @@ def _pull(board: _Board, piece: _Piece, p_flag: Sequence[float], p_bomb: Sequenc
     fx = fy = 0.0
     for target in targets:
         force = target_force(piece.rank, target.rank, p_flag[target.pid], p_bomb[target.pid],
-                             target.rank == Rank.UNKNOWN and _is_open(board, target))
+                             target.rank == Rank.UNKNOWN and _is_open(board, target), hunt)
         if force == 0.0:
             continue
         dx, dy = target.col - piece.col, target.row - piece.row
@@ -229,7 +238,7 @@ def _sign(x: int) -> int:
 
 
 def _score(board: _Board, frm: tuple[int, int], to: tuple[int, int], p_flag: Sequence[float],
-           p_bomb: Sequence[float], susp: Sequence[float]) -> float | None:
+           p_bomb: Sequence[float], susp: Sequence[float], hunt: float = 0.0) -> float | None:
     """One move's own score; None for a strike the strategic search leaves out."""
     mover = board.at(*frm)
     assert mover is not None
@@ -241,7 +250,7 @@ def _score(board: _Board, frm: tuple[int, int], to: tuple[int, int], p_flag: Seq
         # A scout's long strike: suspicions of the piece struck, else 0.1 per step it took.
         points = susp[target.pid] if susp[target.pid] > 0 else 0.1 * target.moved
         return points + 0.1 * travelled
-    fx, fy = _pull(board, mover, p_flag, p_bomb)
+    fx, fy = _pull(board, mover, p_flag, p_bomb, hunt)
     factor = MOVED_FACTOR.get(mover.rank, 1.0) if mover.moved else 1.0
     return (fx * _sign(to[0] - frm[0]) + fy * _sign(to[1] - frm[1])) * factor
 
@@ -254,6 +263,7 @@ def strategic_scores(
     moves: Sequence[int],
     flag_suspicion: Sequence[float] | None = None,
     lookahead: bool = True,
+    hunt: float = 0.0,
 ) -> list[float]:
     """Figure 9: each move's score plus the best score of a next own move (its own score when no
     next move beats it); strikes other than scouts' long ones score 0. Without ``lookahead``, each
@@ -263,7 +273,7 @@ def strategic_scores(
     out = []
     for move in moves:
         frm, to = pos.coords(move & 0xFF), pos.coords(move >> 8)
-        score = _score(board, frm, to, p_flag, p_bomb, susp)
+        score = _score(board, frm, to, p_flag, p_bomb, susp, hunt)
         if score is None:
             out.append(0.0)
             continue
@@ -273,7 +283,7 @@ def strategic_scores(
         after = board.played(frm, to)
         best = score
         for nfrm, nto in after.own_moves(side):
-            next_score = _score(after, nfrm, nto, p_flag, p_bomb, susp)
+            next_score = _score(after, nfrm, nto, p_flag, p_bomb, susp, hunt)
             if next_score is not None and next_score > best:
                 best = next_score
         out.append(score + best)

@@ -22,7 +22,7 @@ from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from engine_ext.core cimport (
     ATTACKER_WINS, BLOCKED, BOTH_DIE, COMBAT, DEFENDER_WINS, EMPTY, MAX_MOVES, MAX_PIECES, MAX_PLY, MAX_SQ,
-    N_RANKS, NO_COMBAT, R_BOMB, R_FLAG, R_SCOUT, R_UNKNOWN, ZOBRIST, Pos, Position, Undo,
+    N_RANKS, NO_COMBAT, R_BOMB, R_FLAG, R_MARSHAL, R_SCOUT, R_SPY, R_UNKNOWN, ZOBRIST, Pos, Position, Undo,
     breaks_two_squares, make_move_result, unmake_move,
 )
 from engine_ext.evaluation cimport MAX_LINE, Values, build_values, captured_value, random_term, reveal_value
@@ -1090,7 +1090,7 @@ cdef class SearchRunner:
             special[r] = params.special[r]
         build_values(&S.val, &S.kn, &S.pos, base, special, params.default_flag_value, params.decay,
                      params.reveal_factor, params.reveal_bomb, params.advance, params.random_amplitude, key,
-                     params.own_flag_value)
+                     params.own_flag_value, params.miner_bonus)
         S.cfg.algorithm = ALGORITHMS[params.algorithm]
         S.cfg.max_depth = params.max_depth
         S.cfg.variable_depth = params.variable_depth
@@ -1167,8 +1167,17 @@ cdef class SearchRunner:
         attack_outcomes(&self.S.kn, p, self.S.kpub, OPP, a, d, self.S.root_ply, self.S.cfg.passive_fail, po)
         return (tuple(pm[i] for i in range(N_OUTCOMES)), tuple(po[i] for i in range(N_OUTCOMES)))
 
-    def strategic(self, moves) -> list:
-        """The strategic search's scores (9.2) of our root moves, as the strategic module gives them."""
+    def opponent_movers(self) -> int:
+        """The opponent's movable pieces still on the board (every capture shows a rank, so the
+        count is exact even where the pieces are unknown)."""
+        cdef int r, n = 0, opp = self.S.kn.me ^ 1
+        for r in range(R_SPY, R_MARSHAL + 1):
+            n += self.S.kn.alive[opp][r]
+        return n
+
+    def strategic(self, moves, double hunt=0.0) -> list:
+        """The strategic search's scores (9.2) of our root moves, as the strategic module gives them;
+        ``hunt`` > 0 adds the endgame hunt (not in the thesis) with that force."""
         cdef Search* S = self.S
         cdef int n = len(moves)
         cdef int* buf
@@ -1200,7 +1209,7 @@ cdef class SearchRunner:
             for i in range(n):
                 buf[i] = moves[i]
             with nogil:
-                strategic_scores(&S.pos, me, pf, pb, susp, buf, n, out)
+                strategic_scores(&S.pos, me, pf, pb, susp, buf, n, out, hunt)
             return [out[i] for i in range(n)]
         finally:
             free(buf)

@@ -84,6 +84,8 @@ class EngineSettings(BaseModel):
     own_flag_value: float | None = Field(
         None, gt=0.0, description="not in the thesis: what losing our own flag costs in our own view; "
         "None: the scale's flag value (the opponent's flag and its suspects keep that value)")
+    miner_bonus: float = Field(0.0, ge=0.0, description="not in the thesis: added to every miner's special "
+                               "value (both sides') while it lives, i.e. while the opponent has bombs")
     capture_decay: float = Field(0.95, gt=0.0, le=1.0, description="captures lose this factor every two plies")
     advance_bonus: float = Field(0.0, description="Table 5: per row a piece (not a scout) advances")
     reveal_factor: float = Field(0.0, ge=0.0, description="Table 5: a piece that becomes known loses this share")
@@ -93,6 +95,13 @@ class EngineSettings(BaseModel):
     # Strategic search.
     strategic: bool = Field(True, description="add the strategic search's scores at the root (9.2)")
     strategic_weight: float = Field(1.0, ge=0.0)
+    hunt_movers: int = Field(0, ge=0, description="not in the thesis: once the opponent has at most this "
+                             "many movable pieces, every own piece is pulled towards each known one it "
+                             "beats (the endgame hunt); 0: never")
+    hunt_force: float = Field(32.0, ge=0.0, description="the endgame hunt's force, as Appendix 1's forces")
+    captures_keep_strategic: bool = Field(
+        False, description="not in the thesis: a capture gets the best strategic score of the other moves "
+        "instead of the 0 the strategic search gives it, so the pull never holds a capture back")
     # Time and hardware.
     threads: int = Field(1, ge=1, le=8, description="search threads sharing the root moves")
     time_use: float = Field(1.0, gt=0.0, le=1.0, description="share of the soft time budget to plan for")
@@ -150,6 +159,7 @@ class SearchParams:
     scout_runs: bool = False
     line_approach: bool = True
     own_flag_value: float = 0.0  # 0: the scale's flag value
+    miner_bonus: float = 0.0
     flag_area: int = -1
 
 
@@ -198,6 +208,7 @@ def search_params(
         scout_runs=settings.scout_runs,
         line_approach=settings.line_approach,
         own_flag_value=settings.own_flag_value or 0.0,
+        miner_bonus=settings.miner_bonus,
         flag_area=settings.flag_area,
     )
 

@@ -12,6 +12,7 @@ def strategic_scores_py(
     moves: Sequence[int],
     flag_suspicion: Sequence[float] | None = None,
     lookahead: bool = True,
+    hunt: float = 0.0,
 ) -> list[float]: ...
 def flag_suspicions_py(pos: Position, side: int) -> list[float]: ...
 def strategic_bench(

@@ -13,7 +13,7 @@ reading of the thesis; engine_ext/reference_strategic.py is the plain version th
 from libc.math cimport sqrt
 
 from engine_ext.core cimport (
-    ATTACKER_WINS, BLOCKED, MAX_MOVES, MAX_PIECES, MAX_PLY, NO_COMBAT, R_BOMB, R_FLAG, R_MARSHAL,
+    ATTACKER_WINS, BLOCKED, COMBAT, MAX_MOVES, MAX_PIECES, MAX_PLY, NO_COMBAT, R_BOMB, R_FLAG, R_MARSHAL,
     R_MINER, R_SCOUT, R_SPY, R_UNKNOWN, Pos, Position, gen_moves, make_move_result, unmake_move,
 )
 
@@ -31,6 +31,7 @@ ctypedef struct State:
     int side
     int opp
     double t                # opponent pieces left / 10, at least 1
+    double hunt             # the endgame hunt's force (not in the thesis); 0: off
     int col[MAX_PIECES]     # board coordinates of every live piece
     int row[MAX_PIECES]
     const double* p_flag
@@ -44,9 +45,11 @@ ctypedef struct State:
 
 # --- the rules -----------------------------------------------------------------------------------
 
-cdef inline double _rule_force(int own, int target, double pf, double pb, bint is_open) noexcept nogil:
+cdef inline double _rule_force(int own, int target, double pf, double pb, bint is_open,
+                               double hunt) noexcept nogil:
     """The summed force of the Appendix 1 rules that pull an own piece of rank ``own`` towards one
-    opponent piece whose rank, as the viewer knows it, is ``target``. Rule numbers as in the doc."""
+    opponent piece whose rank, as the viewer knows it, is ``target``. Rule numbers as in the doc;
+    ``hunt`` is the endgame hunt's force (not in the thesis, docs/strategic.md), 0 when off."""
     cdef double f = 0.0
     if target == R_UNKNOWN:
         if own == R_MINER:
@@ -97,6 +100,8 @@ cdef inline double _rule_force(int own, int target, double pf, double pb, bint i
             f += 16.0               # 19
         elif target == R_GENERAL:
             f += 32.0               # 20
+    if hunt != 0.0 and target >= R_SPY and target <= R_MARSHAL and COMBAT[own][target] == ATTACKER_WINS:
+        f += hunt                   # the hunt: a known mover this piece beats, few movers being left
     return f
 
 
@@ -145,7 +150,7 @@ cdef void _piece_force(Pos* p, State* st, int pid) noexcept nogil:
         for k in range(p.first_id[st.opp], p.end_id[st.opp]):
             if p.psq[k] < 0:
                 continue
-            f = _rule_force(own, p.prank[k], p_flag[k], p_bomb[k], st.open_[k])
+            f = _rule_force(own, p.prank[k], p_flag[k], p_bomb[k], st.open_[k], st.hunt)
             if f == 0.0:
                 continue
             dx = st.col[k] - st.col[pid]
@@ -280,13 +285,13 @@ cdef void flag_suspicions(Pos* p, int side, double* out) noexcept nogil:
 
 cdef void strategic_scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                            const double* flag_suspicion, const int* moves, int n,
-                           double* out) noexcept nogil:
-    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True)
+                           double* out, double hunt=0.0) noexcept nogil:
+    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, hunt)
 
 
 cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                   const double* flag_suspicion, const int* moves, int n, double* out,
-                  bint lookahead) noexcept nogil:
+                  bint lookahead, double hunt=0.0) noexcept nogil:
     """``strategic_scores``; without ``lookahead`` each move's own score alone (the thesis's
     "Endast ett drag" variant, 10.3.2; the tests use it to check single rules)."""
     cdef State st
@@ -307,6 +312,8 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
     st2.p_flag = p_flag
     st2.p_bomb = p_bomb
     st2.susp = susp
+    st.hunt = hunt
+    st2.hunt = hunt
     p.side = side
     _prepare(p, &st, side)
     for i in range(n):
@@ -387,10 +394,10 @@ cdef int _load_moves(Position pos, int side, object moves, int* buf) except -1:
 
 
 def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_suspicion=None,
-                        bint lookahead=True):
+                        bint lookahead=True, double hunt=0.0):
     """``strategic_scores`` on a ``Position``; the probability lists are indexed by piece id.
     ``flag_suspicion`` None: counted by the thesis's rule (``flag_suspicions_py``).
-    ``lookahead`` False: each move's own score only."""
+    ``lookahead`` False: each move's own score only. ``hunt``: the endgame hunt's force (0: off)."""
     cdef double pf[MAX_PIECES]
     cdef double pb[MAX_PIECES]
     cdef double fs[MAX_PIECES]
@@ -406,7 +413,7 @@ def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_susp
         _fill(fs, flag_suspicion, count, "flag_suspicion")
         fs_ptr = fs
     with nogil:
-        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead)
+        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, hunt)
     return [out[i] for i in range(n)]
 
 

@@ -130,6 +130,23 @@ def test_own_flag_value_prices_only_our_flag_in_our_view() -> None:
     assert view.flag_share(ids["A1"]) == plain.flag_share(ids["A1"]) > 0
 
 
+def test_miner_bonus_adds_to_live_miners_of_both_sides() -> None:
+    # Not in the thesis: a bonus on the miner's special value, for our miners and theirs alike, that
+    # lapses with the special value once the other side has no bombs left.
+    red = one_of_each(1)
+    blue = {"A8": U, "B8": U, "C8": B, "D6": U}
+    pos, _ = build(red, blue)
+    plain = ValuesView(pos, 0, counts(list(ALL_TWELVE)), BASE, SPECIAL)
+    view = ValuesView(pos, 0, counts(list(ALL_TWELVE)), BASE, SPECIAL, miner_bonus=20.0)
+    for side in (0, 1):
+        assert view.piece(side, int(MI)) == plain.piece(side, int(MI)) + 20 == 10 + 20 + 20
+        assert view.piece(side, int(SG)) == plain.piece(side, int(SG))
+    no_bombs = {"A8": F, "D6": MI}
+    pos, _ = build(one_of_each(1), no_bombs)
+    view = ValuesView(pos, 0, counts([F, MI]), BASE, SPECIAL, miner_bonus=20.0)
+    assert view.piece(0, int(MI)) == 10  # their bombs are gone: neither special value nor bonus
+
+
 # --- Table 8 ---------------------------------------------------------------------------------------
 
 # Each side: flag, bomb, spy, scout, sergeant, captain, general, marshal.

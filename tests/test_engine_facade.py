@@ -16,7 +16,7 @@ from engine_ext.notation import Move
 from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import CLASSIC, MINI, Square
 from engine_ext.search import SearchRunner
-from engine_ext.selfplay import play_game, semi_random_game
+from engine_ext.selfplay import RefereedGame, play_game, semi_random_game
 from engine_ext.settings import (
     BUILTIN_ENGINE_SETTINGS,
     EngineSettings,
@@ -284,3 +284,54 @@ def test_parameters_are_laid_over_the_profile_table_by_table() -> None:
     assert base["fear"] == {"own_fear_min": 0.1, "own_fear_max": 0.2}  # not changed in place
     engine = engine_factory("perspecto")({"fear": {"bluff_step": 0.0}}, 1).engine
     assert engine.settings.fear.bluff_step == 0.0 and engine.settings.fear.own_fear_max == 0.5
+
+
+def flag_beside_our_major() -> Game:
+    """Endgame: our major stands next to the two pieces that have never moved, one of which must be
+    their flag; our general, far away, is pulled towards them by the strategic rules."""
+    red = {Square.parse("A1"): Rank.FLAG, Square.parse("J8"): Rank.MAJOR, Square.parse("B4"): Rank.GENERAL}
+    blue = {Square.parse("J10"): Rank.FLAG, Square.parse("I10"): Rank.BOMB, Square.parse("A9"): Rank.SERGEANT}
+    game = RefereedGame(RulesOptions(ruleset=CLASSIC), red, blue, validate_setups=False)
+    for text in ("J8-J9", "A9-A8"):
+        game.play(Move.parse(text))
+    return game.view(Side.RED)
+
+
+@pytest.mark.parametrize(("keep", "captures"), [(False, False), (True, True)])
+def test_captures_keep_the_strategic_score(keep: bool, captures: bool) -> None:
+    # The thesis's strategic search gives a capture 0 (9.2), so the general's pull (+14) outweighs
+    # taking a likely flag that stays takeable next move (+7 over the passive move): the capture waits
+    # for ever. With ``captures_keep_strategic`` the capture gets the best score of the other moves.
+    game = flag_beside_our_major()
+    choice = choose(quick("perspecto", captures_keep_strategic=keep), game)
+    assert (choice.move in (Move.parse("J9-J10"), Move.parse("J9-I9"), Move.parse("J9-I10"))) == captures
+    assert choice.move in game.legal_moves()
+    if captures:
+        assert choice.move == Move.parse("J9-J10")
+
+
+
+def test_the_hunt_sends_our_pieces_after_the_last_known_movers() -> None:
+    # Their one movable piece on the board is a scout we know, on the far side from our lieutenant;
+    # their flag stands walled in behind bombs. No thesis rule pulls a lieutenant towards a known
+    # piece: only the hunt (once they have at most ``hunt_movers`` movers) sends it after the scout.
+    # The count of their movers is the ruleset's 33 less the captures (none here): the threshold is
+    # set to match.
+    red = {Square.parse("A1"): Rank.FLAG, Square.parse("E1"): Rank.LIEUTENANT}
+    blue = {Square.parse("J10"): Rank.FLAG, Square.parse("I10"): Rank.BOMB, Square.parse("J9"): Rank.BOMB,
+            Square.parse("A8"): Rank.SCOUT}
+    view = Game(RulesOptions(ruleset=CLASSIC), red, blue, validate_setups=False)  # everything known
+    counts = initial_counts(view)
+    plain = SearchRunner(view.position, int(Side.RED), counts, search_params(builtin_settings("perspecto")))
+    assert plain.opponent_movers() == 33
+    legal = view.legal_codes()
+    moves = [view.move_of(code) for code in legal]
+    assert not any(plain.strategic(legal))
+    hunting = plain.strategic(legal, 32.0)
+    best = moves[max(range(len(legal)), key=hunting.__getitem__)]
+    assert best in (Move.parse("E1-E2"), Move.parse("E1-D1"))   # towards A8
+    for movers, hunted in ((33, True), (32, False)):
+        choice = choose(quick("perspecto", hunt_movers=movers, random_amplitude=0.0), view)
+        assert any(reason.startswith("strategic score +") for reason in choice.reasons) == hunted
+        if hunted:
+            assert choice.move in (Move.parse("E1-E2"), Move.parse("E1-D1"))

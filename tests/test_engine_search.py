@@ -66,6 +66,7 @@ CASES = [
     ("expectiminimax", 3, {"failed_attack_passive": True, "psychology": True}),
     ("perspecto", 5, {"flag_area": 1, "own_flag_value": 1000.0}),
     ("perspecto", 5, {"flag_area": 2, "local_radius": 1}),
+    ("perspecto", 5, {"miner_bonus": 20.0}),
 ]
 
 

@@ -47,13 +47,15 @@ def probs(pos: Position, **by_square: tuple[float, float]) -> tuple[list[float],
 
 
 def own_score(pos: Position, frm: tuple[int, int], step: tuple[int, int],
-              pf: list[float] | None = None, pb: list[float] | None = None, dist: int = 1) -> float:
+              pf: list[float] | None = None, pb: list[float] | None = None, dist: int = 1,
+              hunt: float = 0.0) -> float:
     """One move's own score (no lookahead), checked against the reference on the way."""
     if pf is None or pb is None:
         pf, pb = probs(pos)
     m = [move(pos, frm, step, dist)]
-    got = strategic_scores_py(pos, pos.side, pf, pb, m, lookahead=False)[0]
-    assert got == pytest.approx(ref.strategic_scores(pos, pos.side, pf, pb, m, lookahead=False)[0], abs=1e-9)
+    got = strategic_scores_py(pos, pos.side, pf, pb, m, lookahead=False, hunt=hunt)[0]
+    slow = ref.strategic_scores(pos, pos.side, pf, pb, m, lookahead=False, hunt=hunt)[0]
+    assert got == pytest.approx(slow, abs=1e-9)
     return got
 
 
@@ -110,6 +112,29 @@ def test_each_rule_pulls_with_its_force(rule: int, own: Rank, target: Rank, pf: 
     assert own_score(pos, (4, 1), DOWN, f, b) == pytest.approx(-force / 6)
     assert own_score(pos, (4, 1), LEFT, f, b) == pytest.approx(0.0)
     assert own_score(pos, (4, 1), RIGHT, f, b) == pytest.approx(0.0)
+
+
+# The endgame hunt (not in the thesis): a pull of ``hunt`` towards every known mover the piece beats,
+# on top of the rules; nothing towards what it does not beat, nor towards bombs, the flag, unknowns.
+HUNT_CASES = [
+    # (own rank, target rank, force without the hunt, with a hunt of 32)
+    (Rank.LIEUTENANT, Rank.SCOUT, 0.0, 32.0),            # no thesis rule for a known lower piece
+    (Rank.MARSHAL, Rank.MINER, 4.0, 4.0 + 32.0),         # rule 18 and the hunt
+    (Rank.MINER, Rank.SCOUT, 0.0, 32.0),
+    (Rank.SPY, Rank.MARSHAL, 40.0, 40.0 + 32.0),         # the spy beats the marshal it strikes
+    (Rank.SERGEANT, Rank.SERGEANT, 0.0, 0.0),            # both die: not a win
+    (Rank.CAPTAIN, Rank.MAJOR, -6.0, -6.0),              # rule 9 only
+    (Rank.MINER, Rank.BOMB, 16.0, 16.0),                 # rule 2 only: a bomb is no mover
+    (Rank.COLONEL, UNKNOWN, 0.0, 0.0),
+]
+
+
+@pytest.mark.parametrize(("own", "target", "without", "with_hunt"), HUNT_CASES)
+def test_the_hunt_pulls_towards_known_movers_the_piece_beats(own: Rank, target: Rank, without: float,
+                                                             with_hunt: float) -> None:
+    pos = board([(4, 1, RED, own), (4, 7, BLUE, target)])
+    assert own_score(pos, (4, 1), UP) == pytest.approx(without / 6)
+    assert own_score(pos, (4, 1), UP, hunt=32.0) == pytest.approx(with_hunt / 6)
 
 
 def test_the_rule_table_has_the_21_rules_of_appendix_1() -> None:
@@ -432,5 +457,9 @@ def test_compiled_equals_reference(seed: int, plies: int, hide: float, classic: 
     moves = pos.moves()
     fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp)
     slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp)
+    assert fast == pytest.approx(slow, abs=1e-9)
+    # With the endgame hunt as well.
+    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, hunt=32.0)
+    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, hunt=32.0)
     assert fast == pytest.approx(slow, abs=1e-9)
     assert flag_suspicions_py(pos, pos.side) == ref.flag_suspicions(pos, pos.side)
