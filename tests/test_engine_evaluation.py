@@ -103,13 +103,17 @@ def test_bomb_special_lapses_without_targets() -> None:
     assert view.piece(1, int(B)) == 0  # only a miner left to meet it
 
 
+def suspects(**options: float) -> tuple[ValuesView, ValuesView, dict[str, int]]:
+    """One of each rank for red; blue unknown on A8 and B8 (its back row: one suspicion each; B8 next
+    to blue's known bomb C8: one more) and D6 (off the back row). The view with ``options`` and the
+    plain one."""
+    pos, ids = build(one_of_each(1), {"A8": U, "B8": U, "C8": B, "D6": U})
+    plain = ValuesView(pos, 0, counts(list(ALL_TWELVE)), BASE, SPECIAL)
+    return ValuesView(pos, 0, counts(list(ALL_TWELVE)), BASE, SPECIAL, **options), plain, ids
+
+
 def test_flag_value_spread_over_suspects() -> None:
-    red = one_of_each(1)
-    # Blue unknown: A8 and B8 on its back row (one suspicion each), B8 next to blue's known bomb C8
-    # (one more); D6 off the back row.
-    blue = {"A8": U, "B8": U, "C8": B, "D6": U}
-    pos, ids = build(red, blue)
-    view = ValuesView(pos, 0, counts(list(ALL_TWELVE)), BASE, SPECIAL)
+    view, _, ids = suspects()
     assert view.flag_share(ids["A8"]) == pytest.approx(300 * 1 / 3)
     assert view.flag_share(ids["B8"]) == pytest.approx(300 * 2 / 3)
     assert view.flag_share(ids["D6"]) == 0.0
@@ -118,11 +122,7 @@ def test_flag_value_spread_over_suspects() -> None:
 def test_own_flag_value_prices_only_our_flag_in_our_view() -> None:
     # Not in the thesis: losing our flag may cost more than the scale's flag. The opponent's flag,
     # and the flag share the opponent's view puts on our unknown pieces, keep the scale's value.
-    red = one_of_each(1)
-    blue = {"A8": U, "B8": U, "C8": B, "D6": U}
-    pos, ids = build(red, blue)
-    plain = ValuesView(pos, 0, counts(list(ALL_TWELVE)), BASE, SPECIAL)
-    view = ValuesView(pos, 0, counts(list(ALL_TWELVE)), BASE, SPECIAL, own_flag_value=1000.0)
+    view, plain, ids = suspects(own_flag_value=1000.0)
     assert view.piece(0, int(F)) == 1000
     assert view.piece(1, int(F)) == plain.piece(1, int(F)) == 300
     assert view.flag_value(0) == view.flag_value(1) == 300
@@ -133,11 +133,7 @@ def test_own_flag_value_prices_only_our_flag_in_our_view() -> None:
 def test_miner_bonus_adds_to_live_miners_of_both_sides() -> None:
     # Not in the thesis: a bonus on the miner's special value, for our miners and theirs alike, that
     # lapses with the special value once the other side has no bombs left.
-    red = one_of_each(1)
-    blue = {"A8": U, "B8": U, "C8": B, "D6": U}
-    pos, _ = build(red, blue)
-    plain = ValuesView(pos, 0, counts(list(ALL_TWELVE)), BASE, SPECIAL)
-    view = ValuesView(pos, 0, counts(list(ALL_TWELVE)), BASE, SPECIAL, miner_bonus=20.0)
+    view, plain, _ = suspects(miner_bonus=20.0)
     for side in (0, 1):
         assert view.piece(side, int(MI)) == plain.piece(side, int(MI)) + 20 == 10 + 20 + 20
         assert view.piece(side, int(SG)) == plain.piece(side, int(SG))
