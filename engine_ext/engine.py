@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engine_ext.core import Position
 from engine_ext.evaluation import random_key
 from engine_ext.game import Game, MoveResult
 from engine_ext.notation import Move
@@ -186,11 +185,11 @@ class Engine:
             random_key=random_key(seed, game.ply), two_squares=game.options.two_squares or 0,
         )
         runner = SearchRunner(game.position, int(game.side_to_move), initial_counts(game), params)
-        hunting = 0 < runner.opponent_movers() <= settings.hunt_movers
-        strategic = (runner.strategic(legal, settings.hunt_force if hunting else 0.0)
-                     if settings.engine == "perspecto" and settings.strategic else [0.0] * len(legal))
-        if settings.captures_keep_strategic and any(strategic):
-            strategic = _captures_level(game.position, legal, strategic)
+        strategic = [0.0] * len(legal)
+        if settings.engine == "perspecto" and settings.strategic:
+            hunting = settings.hunt_movers > 0 and 0 < runner.opponent_movers() <= settings.hunt_movers
+            strategic = runner.strategic(legal, settings.hunt_force if hunting else 0.0,
+                                         settings.captures_keep_strategic)
         soft = start + max(0.0, soft_deadline - start) * settings.time_use
         abort = max(start, hard_deadline - _ANSWER_MARGIN)
         soft = min(soft, abort)
@@ -253,29 +252,6 @@ class Engine:
         stopped = " (stopped early)" if result["aborted"] else ""
         reasons.append(f"{result['nodes']} nodes in {elapsed:.3f} s{stopped}")
         return reasons
-
-
-def _captures_level(position: Position, legal: list[int], strategic: list[float]) -> list[float]:
-    """Not in the thesis: the strategic search leaves captures out (score 0, 9.2), which holds a
-    capture back behind any move it pulls, however large the pull: a flag suspect next to our piece
-    stays untaken while the pull towards it grows. A capture (other than a scout's long strike,
-    which the search scores) gets the best score of the moves it scores instead, so between a
-    capture and those moves the tactical values decide."""
-    captures = []
-    for i, code in enumerate(legal):
-        frm, to = code & 0xFF, code >> 8
-        if position.piece_id(to) < 0:
-            continue
-        (fc, fr), (tc, tr) = position.coords(frm), position.coords(to)
-        if position.piece(position.piece_id(frm))[2] == int(Rank.SCOUT) and abs(fc - tc) + abs(fr - tr) >= 2:
-            continue
-        captures.append(i)
-    taken = set(captures)
-    scored = [v for i, v in enumerate(strategic) if i not in taken]
-    if not captures or not scored:
-        return strategic
-    best = max(scored)
-    return [best if i in taken else v for i, v in enumerate(strategic)]
 
 
 def _watch_stop(stop: threading.Event, done: threading.Event, request_stop: Callable[[], None]) -> None:

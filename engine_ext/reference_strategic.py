@@ -73,6 +73,8 @@ RULES: tuple[Rule, ...] = (
 
 # Known opponent ranks the endgame hunt chases (not in the thesis): every movable rank.
 _MOVERS = frozenset(Rank(code) for code in range(Rank.SPY, Rank.MARSHAL + 1))
+# The ranks the rules pull (scouts have none): the hunt pulls the same pieces.
+_HAS_RULES = frozenset(rank for rule in RULES for rank in rule.own)
 
 # Appendix 1, last paragraph: the factor on every force of an own piece that has moved.
 MOVED_FACTOR: dict[Rank, float] = {
@@ -206,7 +208,7 @@ def target_force(own: Rank, target: Rank, p_flag: float, p_bomb: float, is_open:
             hit = target in rule.targets
         if hit:
             force += rule.force(p_flag, p_bomb)
-    if (hunt != 0.0 and own in MOVED_FACTOR and target in _MOVERS
+    if (hunt != 0.0 and own in _HAS_RULES and target in _MOVERS
             and combat(own, target) == ATTACKER_WINS):
         force += hunt
     return force
@@ -264,17 +266,21 @@ def strategic_scores(
     flag_suspicion: Sequence[float] | None = None,
     lookahead: bool = True,
     hunt: float = 0.0,
+    captures_keep: bool = False,
 ) -> list[float]:
     """Figure 9: each move's score plus the best score of a next own move (its own score when no
     next move beats it); strikes other than scouts' long ones score 0. Without ``lookahead``, each
-    move's own score."""
+    move's own score. Not in the thesis: ``hunt`` (the endgame hunt's force, 0: off) and
+    ``captures_keep`` (the strikes left out score the best of the moves scored instead of 0)."""
     susp = list(flag_suspicion) if flag_suspicion is not None else flag_suspicions(pos, side)
     board = _Board.of(pos)
-    out = []
+    out: list[float] = []
+    left_out: list[int] = []
     for move in moves:
         frm, to = pos.coords(move & 0xFF), pos.coords(move >> 8)
         score = _score(board, frm, to, p_flag, p_bomb, susp, hunt)
         if score is None:
+            left_out.append(len(out))
             out.append(0.0)
             continue
         if not lookahead:
@@ -287,6 +293,12 @@ def strategic_scores(
             if next_score is not None and next_score > best:
                 best = next_score
         out.append(score + best)
+    if captures_keep:
+        # Not in the thesis: the captures left out score the best of the moves scored.
+        scored = [v for i, v in enumerate(out) if i not in left_out]
+        top = max(scored, default=0.0)
+        for i in left_out:
+            out[i] = top
     return out
 
 

@@ -93,7 +93,7 @@ cdef void set_area(Search* S, int move) noexcept nogil:
     cdef Pos* p = &S.pos
     cdef int frm = move & 0xFF
     cdef int to = move >> 8
-    cdef int sq, side, pid, rank, r = S.cfg.radius
+    cdef int sq, side, pid, rank, d, r = S.cfg.radius
     cdef int fr = S.cfg.flag_area
     cdef int flag = S.cfg.flag_sq
     cdef bint runs
@@ -103,9 +103,10 @@ cdef void set_area(Search* S, int move) noexcept nogil:
         if flag >= 0:
             # Not in the thesis: our flag's surroundings belong to every area, so a raid on the
             # flag is searched whatever the root move (docs/engine.md, "Flag defence").
-            if manhattan(&S.kn, sq, flag) <= fr:
+            d = manhattan(&S.kn, sq, flag)
+            if d <= fr:
                 S.area[sq] = 1
-            if manhattan(&S.kn, sq, flag) <= fr + 1:
+            if d <= fr + 1:
                 S.near[sq] = 1
     S.box[0] = S.box[2] = 1 << 20
     S.box[1] = S.box[3] = -1
@@ -1175,9 +1176,10 @@ cdef class SearchRunner:
             n += self.S.kn.alive[opp][r]
         return n
 
-    def strategic(self, moves, double hunt=0.0) -> list:
+    def strategic(self, moves, double hunt=0.0, bint captures_keep=False) -> list:
         """The strategic search's scores (9.2) of our root moves, as the strategic module gives them;
-        ``hunt`` > 0 adds the endgame hunt (not in the thesis) with that force."""
+        ``hunt`` > 0 adds the endgame hunt (not in the thesis) with that force, ``captures_keep``
+        gives the captures the best score of the other moves (not in the thesis)."""
         cdef Search* S = self.S
         cdef int n = len(moves)
         cdef int* buf
@@ -1209,7 +1211,7 @@ cdef class SearchRunner:
             for i in range(n):
                 buf[i] = moves[i]
             with nogil:
-                strategic_scores(&S.pos, me, pf, pb, susp, buf, n, out, hunt)
+                strategic_scores(&S.pos, me, pf, pb, susp, buf, n, out, hunt, captures_keep)
             return [out[i] for i in range(n)]
         finally:
             free(buf)

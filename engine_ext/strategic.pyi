@@ -13,6 +13,7 @@ def strategic_scores_py(
     flag_suspicion: Sequence[float] | None = None,
     lookahead: bool = True,
     hunt: float = 0.0,
+    captures_keep: bool = False,
 ) -> list[float]: ...
 def flag_suspicions_py(pos: Position, side: int) -> list[float]: ...
 def strategic_bench(

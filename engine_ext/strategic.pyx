@@ -285,22 +285,25 @@ cdef void flag_suspicions(Pos* p, int side, double* out) noexcept nogil:
 
 cdef void strategic_scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                            const double* flag_suspicion, const int* moves, int n,
-                           double* out, double hunt=0.0) noexcept nogil:
-    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, hunt)
+                           double* out, double hunt=0.0, bint captures_keep=False) noexcept nogil:
+    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, hunt, captures_keep)
 
 
 cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                   const double* flag_suspicion, const int* moves, int n, double* out,
-                  bint lookahead, double hunt=0.0) noexcept nogil:
+                  bint lookahead, double hunt=0.0, bint captures_keep=False) noexcept nogil:
     """``strategic_scores``; without ``lookahead`` each move's own score alone (the thesis's
-    "Endast ett drag" variant, 10.3.2; the tests use it to check single rules)."""
+    "Endast ett drag" variant, 10.3.2; the tests use it to check single rules). ``captures_keep``
+    (not in the thesis): the strikes sorted out get the best score of the moves scored instead of 0,
+    so however large the pulls grow, they never hold a capture back."""
     cdef State st
     cdef State st2          # after a long strike the opponent has a piece fewer: start afresh
     cdef double susp_buf[MAX_PIECES]
     cdef const double* susp = flag_suspicion
     cdef int saved_side = p.side
-    cdef int i, m, a, target
-    cdef double s, best, keep_x, keep_y
+    cdef int i, m, a, target, scored = 0
+    cdef double s, best, keep_x, keep_y, top = 0.0
+    cdef char left_out[MAX_MOVES]
     cdef char keep_done
     cdef bint room = p.ply < MAX_PLY - 1    # with no history left, count the move's score twice
     if susp == NULL:
@@ -320,7 +323,8 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
         m = moves[i]
         a = p.board[m & 0xFF]
         target = p.board[m >> 8]
-        if target >= 0 and not _is_long_strike(p, m):
+        left_out[i] = target >= 0 and not _is_long_strike(p, m)
+        if left_out[i]:
             out[i] = 0.0    # 9.2: moves that strike are sorted out of the strategic search
             continue
         s = _move_score(p, &st, m)
@@ -354,6 +358,14 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                 _set_coords(p, &st, a)
         out[i] = s + best
     p.side = saved_side
+    if captures_keep:
+        for i in range(n):
+            if not left_out[i] and (scored == 0 or out[i] > top):
+                top = out[i]
+                scored = 1
+        for i in range(n):
+            if left_out[i]:
+                out[i] = top
 
 
 # --- Python access (tests, benchmarks) -------------------------------------------------------------
@@ -394,10 +406,11 @@ cdef int _load_moves(Position pos, int side, object moves, int* buf) except -1:
 
 
 def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_suspicion=None,
-                        bint lookahead=True, double hunt=0.0):
+                        bint lookahead=True, double hunt=0.0, bint captures_keep=False):
     """``strategic_scores`` on a ``Position``; the probability lists are indexed by piece id.
     ``flag_suspicion`` None: counted by the thesis's rule (``flag_suspicions_py``).
-    ``lookahead`` False: each move's own score only. ``hunt``: the endgame hunt's force (0: off)."""
+    ``lookahead`` False: each move's own score only. ``hunt``: the endgame hunt's force (0: off).
+    ``captures_keep``: the captures sorted out get the best score of the others (not in the thesis)."""
     cdef double pf[MAX_PIECES]
     cdef double pb[MAX_PIECES]
     cdef double fs[MAX_PIECES]
@@ -413,7 +426,7 @@ def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_susp
         _fill(fs, flag_suspicion, count, "flag_suspicion")
         fs_ptr = fs
     with nogil:
-        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, hunt)
+        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, hunt, captures_keep)
     return [out[i] for i in range(n)]
 
 

@@ -376,6 +376,21 @@ def test_lookahead_counts_another_piece_s_next_move() -> None:
     assert strategic_scores_py(pos, RED, pf, pb, [move(pos, (9, 0), UP)]) == [pytest.approx(40.0 / 8)]
 
 
+def test_captures_keep_takes_the_best_score_of_the_other_moves() -> None:
+    # Not in the thesis: with ``captures_keep`` a capture scores the best of the moves scored, so a
+    # pull elsewhere can no longer outweigh it by itself.
+    pos = board([(0, 0, RED, Rank.SPY), (5, 0, RED, Rank.MAJOR), (0, 8, BLUE, Rank.MARSHAL),
+                 (5, 1, BLUE, Rank.SCOUT)])
+    pf, pb = probs(pos)
+    take = move(pos, (5, 0), UP)
+    moves = [move(pos, (0, 0), UP), move(pos, (0, 0), RIGHT), take]
+    plain = strategic_scores_py(pos, RED, pf, pb, moves)
+    assert plain[2] == 0.0 and plain[0] > 0.0
+    kept = strategic_scores_py(pos, RED, pf, pb, moves, captures_keep=True)
+    assert kept == [plain[0], plain[1], max(plain[:2])]
+    assert ref.strategic_scores(pos, RED, pf, pb, moves, captures_keep=True) == pytest.approx(kept, abs=1e-9)
+
+
 def test_lookahead_leaves_out_next_captures() -> None:
     """A sergeant between two unknowns steps up against the pull (-0.05); its only next move is
     back (-0.05 again); the boxed miner's only move is a capture, which does not count as 0."""
@@ -458,8 +473,8 @@ def test_compiled_equals_reference(seed: int, plies: int, hide: float, classic: 
     fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp)
     slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp)
     assert fast == pytest.approx(slow, abs=1e-9)
-    # With the endgame hunt as well.
-    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, hunt=32.0)
-    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, hunt=32.0)
+    # With the endgame hunt and the captures keeping the best score as well.
+    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, hunt=32.0, captures_keep=True)
+    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, hunt=32.0, captures_keep=True)
     assert fast == pytest.approx(slow, abs=1e-9)
     assert flag_suspicions_py(pos, pos.side) == ref.flag_suspicions(pos, pos.side)
