@@ -7,7 +7,7 @@
 from libc.stdint cimport uint64_t
 
 from engine_ext.core cimport MAX_PIECES, N_RANKS, R_BOMB, R_SCOUT, R_UNKNOWN, Pos
-from engine_ext.knowledge cimport OWN, Knowledge
+from engine_ext.knowledge cimport OWN, Knowledge, known_in, unmoved_win
 
 cdef enum:
     MAX_LINE = 64           # deepest ply the decay table covers
@@ -18,7 +18,10 @@ ctypedef struct Values:
     double avg_all[2][2]                # [side][moved]: mean over the side's pool (moved: movable ranks only)
     double avg_take[2][2][N_RANKS]      # ... over pool ranks an attacker of rank k beats
     double avg_lose_to[2][2][N_RANKS]   # ... over movable pool ranks that lose attacking rank k
+    double avg_all_nf[2]                # the unmoved means without the flag (suspect_odds)
+    double avg_take_nf[2][N_RANKS]
     double flag_value[2]
+    double capture_weight[2]            # trade_down: a captured piece of side s counts this many times
     double flag_share[MAX_PIECES]       # flag value * P(flag) for a piece its opponent does not know
     double reveal_factor                # Table 5: a piece that becomes known loses this share of its value
     double reveal_bomb                  # Table 5: ... a bomb loses this much
@@ -31,7 +34,7 @@ cdef void build_values(Values* v, Knowledge* kn, Pos* p, const double* base, con
                        double default_flag_value, double decay, double reveal_factor,
                        double reveal_bomb, double advance, double random_amp,
                        uint64_t random_key, double own_flag_value=*,
-                       double miner_bonus=*) noexcept nogil
+                       double miner_bonus=*, double trade_down=*) noexcept nogil
 
 
 cdef inline double captured_value(Values* v, Knowledge* kn, Pos* p, const unsigned char* kpub,
@@ -60,8 +63,28 @@ cdef inline double captured_value(Values* v, Knowledge* kn, Pos* p, const unsign
     else:
         base = v.avg_all[owner][mv]
     if mv == 0:
+        if kn.suspect_odds:
+            return _unmoved_taken(v, kn, p, kpub, persp, x, y, x_attacked, captor_known)
         base += v.flag_share[x]
     return base
+
+
+cdef inline double _unmoved_taken(Values* v, Knowledge* kn, Pos* p, const unsigned char* kpub, int persp,
+                                  int x, int y, bint x_attacked, bint captor_known) noexcept nogil:
+    """suspect_odds (not in the thesis): the unmoved unknown ``x`` taken by ``y``. An attacker is no
+    flag. A defender beaten is the flag with P(flag | beaten) = P(flag) / P(win) and otherwise worth
+    the mean without the flag, so the attack's expected flag value is P(flag) * flag value, where
+    Table 8 with case 3 counts the flag's chance twice (once in P(win), once in the share)."""
+    cdef int owner = p.powner[x]
+    cdef double P, q, rest
+    if x_attacked:
+        return v.avg_lose_to[owner][0][p.prank[y]] if captor_known else v.avg_all[owner][1]
+    rest = v.avg_take_nf[owner][p.prank[y]] if captor_known else v.avg_all_nf[owner]
+    P = unmoved_win(kn, p, known_in(kn, p, kpub, persp, y), y, x)
+    q = kn.p_flag[x] / P if P > 0.0 else 0.0
+    if q > 1.0:
+        q = 1.0
+    return q * v.flag_value[owner] + (1.0 - q) * rest
 
 
 cdef inline double reveal_value(Values* v, Pos* p, int x) noexcept nogil:

@@ -304,6 +304,29 @@ class Reference:
             p = 0.0
         return min(1.0, p)
 
+    def case3_nonflag(self, side: int, k: int) -> float:
+        """suspect_odds: case 3 against an unmoved defender that is not the flag."""
+        movable, moved, unknown = self.n_movable[side], self.n_moved[side], self.n_unknown[side]
+        s = self._v(side, k, True) * max(0.0, (movable - moved) / movable) if movable else 0.0
+        stationary = self.pool[side][BOMB] if k == MINER else 0
+        rest = unknown - moved - self.pool[side][FLAG]
+        return min(1.0, (s + stationary) / rest) if rest > 0 else 0.0
+
+    def case5_nonflag(self, side: int) -> float:
+        movable = self.n_movable[side]
+        if not movable:
+            return 0.0
+        return sum(self.pool[side][r] / movable * self.case3_nonflag(1 - side, r)
+                   for r in MOVABLE if self.pool[side][r])
+
+    def unmoved_win(self, attacker_known: bool, a: int, d: int) -> float:
+        """P(win) of a on the unmoved unknown d (case 3 or 5; with suspect_odds per suspect)."""
+        b = self.b
+        if not self.p.suspect_odds:
+            return self.case3(b.owner[d], b.rank[a]) if attacker_known else self.case5(b.owner[a])
+        nf = self.case3_nonflag(b.owner[d], b.rank[a]) if attacker_known else self.case5_nonflag(b.owner[a])
+        return self.p_flag[d] + (1.0 - self.p_flag[d]) * nf
+
     def case4(self, side: int) -> float:
         movable = self.n_movable[side]
         if not movable:
@@ -348,10 +371,12 @@ class Reference:
             return out
         if dk:
             p = self.case1(b.owner[a], b.rank[d])
+        elif b.moves[d] == 0:
+            p = self.unmoved_win(ak, a, d)
         elif ak:
-            p = self.case2(b.owner[d], b.rank[a]) if b.moves[d] > 0 else self.case3(b.owner[d], b.rank[a])
+            p = self.case2(b.owner[d], b.rank[a])
         else:
-            p = self.case4(b.owner[a]) if b.moves[d] > 0 else self.case5(b.owner[a])
+            p = self.case4(b.owner[a])
         if self.p.psychology and ak != dk:
             known, unknown = (a, d) if ak else (d, a)
             if self.is_public(known) and self.has_approached(unknown, known):
@@ -394,6 +419,14 @@ class Reference:
                 self.piece[s][r] = value
         if self.p.own_flag_value > 0.0:
             self.piece[self.me][FLAG] = self.p.own_flag_value
+        # trade_down: the side ahead in material counts the other's losses more, its own less.
+        material = [sum(self.alive[s][r] * self.piece[s][r] for r in MOVABLE) for s in (0, 1)]
+        adv = 0.0
+        if self.p.trade_down and sum(material) > 0:
+            adv = self.p.trade_down * (material[self.me] - material[self.enemy]) / (material[0] + material[1])
+        self.capture_weight = [0.0, 0.0]
+        self.capture_weight[self.me] = 1.0 - adv
+        self.capture_weight[self.enemy] = 1.0 + adv
 
     def _special_lives(self, s: int, r: int) -> bool:
         o = 1 - s
@@ -451,7 +484,23 @@ class Reference:
                      else self.mean_take(owner, moved, b.rank[y]))
         else:
             value = self.mean_all(owner, moved)
-        return value if moved else value + self.flag_share(x)
+        if moved:
+            return value
+        if not self.p.suspect_odds:
+            return value + self.flag_share(x)
+        if x_attacked:          # a piece that attacks is no flag
+            return value if captor_known else self.mean_all(owner, True)
+        # Beaten: the flag with P(flag) / P(win), else the mean without the flag.
+        no_flag = [r for r in range(12) if r != FLAG]
+        if captor_known:
+            rest = self._mean(owner, [r for r in no_flag if combat(Rank(b.rank[y]), Rank(r)) == ATTACKER_WINS])
+            if rest is None:
+                rest = self._mean(owner, no_flag)
+        else:
+            rest = self._mean(owner, no_flag)
+        p_win = self.unmoved_win(self.known_in(persp, y), y, x)
+        q = min(1.0, self.p_flag[x] / p_win) if p_win > 0.0 else 0.0
+        return q * self.flag_value[owner] + (1.0 - q) * (rest or 0.0)
 
     def reveal_value(self, x: int) -> float:
         b = self.b
@@ -571,11 +620,13 @@ class Reference:
             result = 0
         else:
             if outcome in (WIN, BOTH):
-                mine += sign_a * self.captured(OWN, d, a, False)
-                opp += sign_a * self.captured(OPP, d, a, False)
+                x = sign_a * self.capture_weight[b.owner[d]]
+                mine += x * self.captured(OWN, d, a, False)
+                opp += x * self.captured(OPP, d, a, False)
             if outcome in (LOSE, BOTH):
-                mine -= sign_a * self.captured(OWN, a, d, True)
-                opp -= sign_a * self.captured(OPP, a, d, True)
+                x = sign_a * self.capture_weight[b.owner[a]]
+                mine -= x * self.captured(OWN, a, d, True)
+                opp -= x * self.captured(OPP, a, d, True)
             if outcome == WIN:
                 survivor = a if not self.kpub[a] else -1
                 mine += advance

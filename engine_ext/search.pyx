@@ -493,13 +493,15 @@ cdef inline int outcome_events(Search* S, int ply, int move, int outcome, bint b
             survivor = a        # a run of two squares or more shows a scout
     else:
         if outcome == OUT_WIN or outcome == OUT_BOTH:
-            m += sa * captured_value(v, kn, p, S.kpub, OWN, d, a, False)
+            x = sa * v.capture_weight[p.powner[d]]
+            m += x * captured_value(v, kn, p, S.kpub, OWN, d, a, False)
             if both_views:
-                o += sa * captured_value(v, kn, p, S.kpub, OPP, d, a, False)
+                o += x * captured_value(v, kn, p, S.kpub, OPP, d, a, False)
         if outcome == OUT_LOSE or outcome == OUT_BOTH:
-            m -= sa * captured_value(v, kn, p, S.kpub, OWN, a, d, True)
+            x = sa * v.capture_weight[p.powner[a]]
+            m -= x * captured_value(v, kn, p, S.kpub, OWN, a, d, True)
             if both_views:
-                o -= sa * captured_value(v, kn, p, S.kpub, OPP, a, d, True)
+                o -= x * captured_value(v, kn, p, S.kpub, OPP, a, d, True)
         if outcome == OUT_WIN:
             if not S.kpub[a]:
                 survivor = a
@@ -1085,13 +1087,13 @@ cdef class SearchRunner:
             raise ValueError(f"threads must be 1..{MAX_THREADS}, not {threads}")
         prepare_root(&S.pos, &S.kn, pos, me, initial, public, approached, moved,
                      (params.own_fear, params.est_opp_fear, params.est_own_fear), params.psychology,
-                     params.line_approach)
+                     params.line_approach, params.suspect_odds)
         for r in range(N_RANKS):
             base[r] = params.base[r]
             special[r] = params.special[r]
         build_values(&S.val, &S.kn, &S.pos, base, special, params.default_flag_value, params.decay,
                      params.reveal_factor, params.reveal_bomb, params.advance, params.random_amplitude, key,
-                     params.own_flag_value, params.miner_bonus)
+                     params.own_flag_value, params.miner_bonus, params.trade_down)
         S.cfg.algorithm = ALGORITHMS[params.algorithm]
         S.cfg.max_depth = params.max_depth
         S.cfg.variable_depth = params.variable_depth
@@ -1176,10 +1178,11 @@ cdef class SearchRunner:
             n += self.S.kn.alive[opp][r]
         return n
 
-    def strategic(self, moves, double hunt=0.0, bint captures_keep=False) -> list:
+    def strategic(self, moves, double hunt=0.0, bint captures_keep=False, double miner_pull=1.0) -> list:
         """The strategic search's scores (9.2) of our root moves, as the strategic module gives them;
         ``hunt`` > 0 adds the endgame hunt (not in the thesis) with that force, ``captures_keep``
-        gives the captures the best score of the other moves (not in the thesis)."""
+        gives the captures the best score of the other moves (not in the thesis), ``miner_pull``
+        scales the miner's pulls towards unknown pieces (rules 3 and 5; not in the thesis)."""
         cdef Search* S = self.S
         cdef int n = len(moves)
         cdef int* buf
@@ -1211,7 +1214,7 @@ cdef class SearchRunner:
             for i in range(n):
                 buf[i] = moves[i]
             with nogil:
-                strategic_scores(&S.pos, me, pf, pb, susp, buf, n, out, hunt, captures_keep)
+                strategic_scores(&S.pos, me, pf, pb, susp, buf, n, out, hunt, captures_keep, miner_pull)
             return [out[i] for i in range(n)]
         finally:
             free(buf)

@@ -6,6 +6,7 @@ what each does. A bad key is an error that names it (``extra="forbid"``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -86,6 +87,14 @@ class EngineSettings(BaseModel):
         "None: the scale's flag value (the opponent's flag and its suspects keep that value)")
     miner_bonus: float = Field(0.0, ge=0.0, description="not in the thesis: added to every miner's special "
                                "value (both sides') while it lives, i.e. while the opponent has bombs")
+    suspect_odds: bool = Field(
+        False, description="not in the thesis: an attack on an unmoved unknown piece finds the flag with that "
+        "piece's own P(flag) (7.5's suspicions), and a win there is worth the flag by P(flag | win), so the "
+        "attack's flag value is P(flag) * flag value, not case 3's uniform chance times the share")
+    trade_down: float = Field(
+        0.0, ge=0.0, le=1.0, description="not in the thesis: with adv the root's material lead as a share "
+        "((ours - theirs) / (ours + theirs), movable pieces), the side ahead counts the other's losses "
+        "(1 + k adv) times and its own (1 - k adv) times, so even trades pay the side ahead; 0: off")
     capture_decay: float = Field(0.95, gt=0.0, le=1.0, description="captures lose this factor every two plies")
     advance_bonus: float = Field(0.0, description="Table 5: per row a piece (not a scout) advances")
     reveal_factor: float = Field(0.0, ge=0.0, description="Table 5: a piece that becomes known loses this share")
@@ -99,11 +108,15 @@ class EngineSettings(BaseModel):
                              "many movable pieces, every own piece is pulled towards each known one it "
                              "beats (the endgame hunt); 0: never")
     hunt_force: float = Field(32.0, ge=0.0, description="the endgame hunt's force, as Appendix 1's forces")
+    miner_pull: float = Field(
+        1.0, ge=0.0, description="not in the thesis: a factor on Appendix 1's rules 3 and 5, the miner's "
+        "pulls towards likely bombs and flags among the unknown pieces (1: as written)")
     captures_keep_strategic: bool = Field(
         False, description="not in the thesis: a capture gets the best strategic score of the other moves "
         "instead of the 0 the strategic search gives it, so the pull never holds a capture back")
     # Time and hardware.
-    threads: int = Field(1, ge=1, le=8, description="search threads sharing the root moves")
+    threads: int = Field(1, ge=0, le=8, description="search threads sharing the root moves; 0: one a core "
+                         "this process may use, at most 8 (the perspecto profile's default)")
     time_use: float = Field(1.0, gt=0.0, le=1.0, description="share of the soft time budget to plan for")
 
     @field_validator("scale")
@@ -161,6 +174,17 @@ class SearchParams:
     own_flag_value: float = 0.0  # 0: the scale's flag value
     miner_bonus: float = 0.0
     flag_area: int = -1
+    suspect_odds: bool = False
+    trade_down: float = 0.0
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (a container's CPU set included), at most the engine's 8 threads."""
+    try:
+        count = len(os.sched_getaffinity(0))
+    except AttributeError:      # not on Linux
+        count = os.cpu_count() or 1
+    return max(1, min(8, count))
 
 
 def search_params(
@@ -203,13 +227,15 @@ def search_params(
         random_amplitude=settings.random_amplitude,
         random_key=random_key,
         strategic_weight=settings.strategic_weight if settings.strategic else 0.0,
-        threads=settings.threads,
+        threads=settings.threads or usable_cores(),
         depth_step=settings.depth_step,
         scout_runs=settings.scout_runs,
         line_approach=settings.line_approach,
         own_flag_value=settings.own_flag_value or 0.0,
         miner_bonus=settings.miner_bonus,
         flag_area=settings.flag_area,
+        suspect_odds=settings.suspect_odds,
+        trade_down=settings.trade_down,
     )
 
 
@@ -229,6 +255,14 @@ _PEMM_RULES: dict[str, Any] = dict(failed_attack_alternative=False, average_marg
 # of its flag above the scale's flag, so a miner's raid is searched whatever the move. Against `pemm`
 # (100 games, two seeds) 48/11/41 and 44/7/49 against 44/9/47 and 37/14/49 without (docs/engine.md).
 _FLAG_DEFENCE: dict[str, Any] = dict(flag_area=3, own_flag_value=1000.0)
+# Not in the thesis: Perspecto's miners follow rules 3 and 5 (towards likely bombs and flags) at 0.15 of
+# Appendix 1's force. As written they walked into the opponent's pieces early (4.2 of 5 miners lost a
+# game, at a median ply of 135) and the flag's bombs then stood: against the ablation 55/22/23 became
+# 71/12/17 over 100 games (0.4: 61/18/21, 0: 48/30/22; docs/strategic.md).
+_MINER_PULL: dict[str, Any] = dict(miner_pull=0.15)
+# Perspecto searches on every core it may use: its full variable depth then stays within a second on
+# a busy two-core machine (bench/engine). The root moves are shared; values do not depend on it.
+_EVERY_CORE: dict[str, Any] = dict(threads=0)
 
 BUILTIN_ENGINE_SETTINGS: dict[str, EngineSettings] = {
     "random": EngineSettings(engine="random", psychology=False, strategic=False),
@@ -236,7 +270,7 @@ BUILTIN_ENGINE_SETTINGS: dict[str, EngineSettings] = {
     "expectiminimax": EngineSettings(engine="expectiminimax", failed_attack_passive=False,
                                      **_SECTION_8),
     "pemm": EngineSettings(engine="pemm", **{**_SECTION_8, **_PEMM_RULES}),
-    "perspecto": EngineSettings(**_FLAG_DEFENCE),
+    "perspecto": EngineSettings(**_FLAG_DEFENCE, **_MINER_PULL, **_EVERY_CORE),
 }
 
 

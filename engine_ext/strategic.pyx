@@ -32,6 +32,7 @@ ctypedef struct State:
     int opp
     double t                # opponent pieces left / 10, at least 1
     double hunt             # the endgame hunt's force (not in the thesis); 0: off
+    double miner_pull       # factor on rules 3 and 5, the miner's pulls to unknowns (1: the thesis)
     int col[MAX_PIECES]     # board coordinates of every live piece
     int row[MAX_PIECES]
     const double* p_flag
@@ -46,16 +47,17 @@ ctypedef struct State:
 # --- the rules -----------------------------------------------------------------------------------
 
 cdef inline double _rule_force(int own, int target, double pf, double pb, bint is_open,
-                               double hunt) noexcept nogil:
+                               double hunt, double miner_pull) noexcept nogil:
     """The summed force of the Appendix 1 rules that pull an own piece of rank ``own`` towards one
     opponent piece whose rank, as the viewer knows it, is ``target``. Rule numbers as in the doc;
-    ``hunt`` is the endgame hunt's force (not in the thesis, docs/strategic.md), 0 when off."""
+    ``hunt`` is the endgame hunt's force (not in the thesis, docs/strategic.md), 0 when off;
+    ``miner_pull`` scales rules 3 and 5 (1: the thesis)."""
     cdef double f = 0.0
     if target == R_UNKNOWN:
         if own == R_MINER:
-            f += 16.0 * pb          # 3: towards likely bombs
-            f += -2.0               # 4: but wary of unknowns in general
-            f += 80.0 * pf          # 5: towards likely flags, walled in or not
+            f += 16.0 * pb * miner_pull     # 3: towards likely bombs
+            f += -2.0                       # 4: but wary of unknowns in general
+            f += 80.0 * pf * miner_pull     # 5: towards likely flags, walled in or not
         elif own == R_SERGEANT or own == R_LIEUTENANT:
             f += 1.0                # 6, 7
         elif own == R_CAPTAIN:
@@ -150,7 +152,7 @@ cdef void _piece_force(Pos* p, State* st, int pid) noexcept nogil:
         for k in range(p.first_id[st.opp], p.end_id[st.opp]):
             if p.psq[k] < 0:
                 continue
-            f = _rule_force(own, p.prank[k], p_flag[k], p_bomb[k], st.open_[k], st.hunt)
+            f = _rule_force(own, p.prank[k], p_flag[k], p_bomb[k], st.open_[k], st.hunt, st.miner_pull)
             if f == 0.0:
                 continue
             dx = st.col[k] - st.col[pid]
@@ -285,13 +287,15 @@ cdef void flag_suspicions(Pos* p, int side, double* out) noexcept nogil:
 
 cdef void strategic_scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                            const double* flag_suspicion, const int* moves, int n,
-                           double* out, double hunt=0.0, bint captures_keep=False) noexcept nogil:
-    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, hunt, captures_keep)
+                           double* out, double hunt=0.0, bint captures_keep=False,
+                           double miner_pull=1.0) noexcept nogil:
+    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, hunt, captures_keep, miner_pull)
 
 
 cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                   const double* flag_suspicion, const int* moves, int n, double* out,
-                  bint lookahead, double hunt=0.0, bint captures_keep=False) noexcept nogil:
+                  bint lookahead, double hunt=0.0, bint captures_keep=False,
+                  double miner_pull=1.0) noexcept nogil:
     """``strategic_scores``; without ``lookahead`` each move's own score alone (the thesis's
     "Endast ett drag" variant, 10.3.2; the tests use it to check single rules). ``captures_keep``
     (not in the thesis): the strikes sorted out get the best score of the moves scored instead of 0,
@@ -317,6 +321,8 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
     st2.susp = susp
     st.hunt = hunt
     st2.hunt = hunt
+    st.miner_pull = miner_pull
+    st2.miner_pull = miner_pull
     p.side = side
     _prepare(p, &st, side)
     for i in range(n):
@@ -406,11 +412,13 @@ cdef int _load_moves(Position pos, int side, object moves, int* buf) except -1:
 
 
 def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_suspicion=None,
-                        bint lookahead=True, double hunt=0.0, bint captures_keep=False):
+                        bint lookahead=True, double hunt=0.0, bint captures_keep=False,
+                        double miner_pull=1.0):
     """``strategic_scores`` on a ``Position``; the probability lists are indexed by piece id.
     ``flag_suspicion`` None: counted by the thesis's rule (``flag_suspicions_py``).
     ``lookahead`` False: each move's own score only. ``hunt``: the endgame hunt's force (0: off).
-    ``captures_keep``: the captures sorted out get the best score of the others (not in the thesis)."""
+    ``captures_keep``: the captures sorted out get the best score of the others (not in the thesis).
+    ``miner_pull``: the factor on rules 3 and 5 (not in the thesis; 1: as written)."""
     cdef double pf[MAX_PIECES]
     cdef double pb[MAX_PIECES]
     cdef double fs[MAX_PIECES]
@@ -426,7 +434,7 @@ def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_susp
         _fill(fs, flag_suspicion, count, "flag_suspicion")
         fs_ptr = fs
     with nogil:
-        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, hunt, captures_keep)
+        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, hunt, captures_keep, miner_pull)
     return [out[i] for i in range(n)]
 
 

@@ -206,8 +206,9 @@ def test_only_legal_move_is_returned_at_once() -> None:
 def test_builtin_profiles() -> None:
     assert list(BUILTIN_ENGINE_SETTINGS) == PROFILES
     perspecto = BUILTIN_ENGINE_SETTINGS["perspecto"]
-    # The model's defaults, but for the flag defence, which only the full Perspecto has.
-    assert perspecto == EngineSettings(flag_area=3, own_flag_value=1000.0)
+    # The model's defaults, but for the flag defence and the miners' weaker pull, which only the full
+    # Perspecto has, and a search thread for every core.
+    assert perspecto == EngineSettings(flag_area=3, own_flag_value=1000.0, miner_pull=0.15, threads=0)
     assert (perspecto.max_depth, perspecto.local_radius, perspecto.average_margin) == (9, 2, 3.0)
     assert perspecto.strategic and perspecto.psychology and perspecto.variable_depth
     pemm = BUILTIN_ENGINE_SETTINGS["pemm"]
@@ -218,7 +219,22 @@ def test_builtin_profiles() -> None:
         baseline = BUILTIN_ENGINE_SETTINGS[name]
         assert (baseline.max_depth, baseline.variable_depth, baseline.advance_bonus) == (5, False, 1.0)
         assert (baseline.flag_area, baseline.own_flag_value) == (-1, None)
+        assert (baseline.threads, baseline.miner_pull) == (1, 1.0)
     assert Engine("minimax").name == "minimax"
+
+
+def test_threads_zero_is_one_a_usable_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine_ext.settings as settings_module
+
+    for cores in (1, 2, 5):
+        monkeypatch.setattr(settings_module, "usable_cores", lambda cores=cores: cores)
+        assert search_params(builtin_settings("perspecto")).threads == cores
+    assert search_params(builtin_settings("perspecto").model_copy(update={"threads": 3})).threads == 3
+    monkeypatch.undo()
+    monkeypatch.setattr(settings_module.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert settings_module.usable_cores() == 3
+    monkeypatch.setattr(settings_module.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert settings_module.usable_cores() == 8
 
 
 def test_settings_name_a_bad_key() -> None:
@@ -309,6 +325,20 @@ def test_captures_keep_the_strategic_score(keep: bool, captures: bool) -> None:
     if captures:
         assert choice.move == Move.parse("J9-J10")
 
+
+
+@pytest.mark.parametrize("miner_pull", [1.0, 0.0])
+def test_the_engine_passes_miner_pull_to_the_strategic_search(miner_pull: float) -> None:
+    # Our lone miner and their unmoved pieces far away: rules 3 and 5 pull it forward; with
+    # ``miner_pull`` 0 only rule 4's -2 is left, which pushes it back from every unknown piece.
+    red = {Square.parse("A1"): Rank.FLAG, Square.parse("E4"): Rank.MINER}
+    blue = {Square.parse("J10"): Rank.FLAG, Square.parse("I10"): Rank.BOMB, Square.parse("J9"): Rank.BOMB,
+            Square.parse("A10"): Rank.SERGEANT}
+    game = RefereedGame(RulesOptions(ruleset=CLASSIC), red, blue, validate_setups=False).view(Side.RED)
+    choice = choose(quick("perspecto", miner_pull=miner_pull, random_amplitude=0.0), game)
+    frm, to = choice.move.frm, choice.move.to
+    assert frm == Square.parse("E4")
+    assert (to.row > frm.row) == (miner_pull > 0)
 
 
 def test_the_hunt_sends_our_pieces_after_the_last_known_movers() -> None:

@@ -67,6 +67,10 @@ CASES = [
     ("perspecto", 5, {"flag_area": 1, "own_flag_value": 1000.0}),
     ("perspecto", 5, {"flag_area": 2, "local_radius": 1}),
     ("perspecto", 5, {"miner_bonus": 20.0}),
+    ("perspecto", 5, {"suspect_odds": True}),
+    ("expectiminimax", 4, {"suspect_odds": True, "failed_attack_passive": True}),
+    ("perspecto", 5, {"trade_down": 1.0}),
+    ("minimax", 4, {"trade_down": 0.5}),
 ]
 
 

@@ -48,13 +48,13 @@ def probs(pos: Position, **by_square: tuple[float, float]) -> tuple[list[float],
 
 def own_score(pos: Position, frm: tuple[int, int], step: tuple[int, int],
               pf: list[float] | None = None, pb: list[float] | None = None, dist: int = 1,
-              hunt: float = 0.0) -> float:
+              hunt: float = 0.0, miner_pull: float = 1.0) -> float:
     """One move's own score (no lookahead), checked against the reference on the way."""
     if pf is None or pb is None:
         pf, pb = probs(pos)
     m = [move(pos, frm, step, dist)]
-    got = strategic_scores_py(pos, pos.side, pf, pb, m, lookahead=False, hunt=hunt)[0]
-    slow = ref.strategic_scores(pos, pos.side, pf, pb, m, lookahead=False, hunt=hunt)[0]
+    got = strategic_scores_py(pos, pos.side, pf, pb, m, lookahead=False, hunt=hunt, miner_pull=miner_pull)[0]
+    slow = ref.strategic_scores(pos, pos.side, pf, pb, m, lookahead=False, hunt=hunt, miner_pull=miner_pull)[0]
     assert got == pytest.approx(slow, abs=1e-9)
     return got
 
@@ -135,6 +135,22 @@ def test_the_hunt_pulls_towards_known_movers_the_piece_beats(own: Rank, target: 
     pos = board([(4, 1, RED, own), (4, 7, BLUE, target)])
     assert own_score(pos, (4, 1), UP) == pytest.approx(without / 6)
     assert own_score(pos, (4, 1), UP, hunt=32.0) == pytest.approx(with_hunt / 6)
+
+
+def test_miner_pull_scales_the_miners_pulls_towards_unknowns() -> None:
+    # Not in the thesis: ``miner_pull`` multiplies rules 3 (16 * P(bomb)) and 5 (80 * P(flag)); rule 4
+    # (-2 towards every unknown), rule 2 (a known bomb) and the other ranks' rules stay as written.
+    pos = board([(4, 1, RED, Rank.MINER), (4, 7, BLUE, UNKNOWN)])
+    f, b = probs(pos, c4_7=(0.25, 0.5))
+    thesis = 16 * 0.5 - 2 + 80 * 0.25
+    assert own_score(pos, (4, 1), UP, f, b) == pytest.approx(thesis / 6)
+    assert own_score(pos, (4, 1), UP, f, b, miner_pull=0.4) == pytest.approx((0.4 * (16 * 0.5 + 80 * 0.25) - 2) / 6)
+    assert own_score(pos, (4, 1), UP, f, b, miner_pull=0.0) == pytest.approx(-2 / 6)
+    bomb = board([(4, 1, RED, Rank.MINER), (4, 7, BLUE, Rank.BOMB)])
+    assert own_score(bomb, (4, 1), UP, miner_pull=0.4) == pytest.approx(16 / 6)
+    major = board([(4, 1, RED, Rank.MAJOR), (4, 7, BLUE, UNKNOWN)])
+    f, b = probs(major, c4_7=(0.25, 0.5))
+    assert own_score(major, (4, 1), UP, f, b, miner_pull=0.4) == own_score(major, (4, 1), UP, f, b)
 
 
 def test_the_rule_table_has_the_21_rules_of_appendix_1() -> None:
@@ -476,5 +492,9 @@ def test_compiled_equals_reference(seed: int, plies: int, hide: float, classic: 
     # With the endgame hunt and the captures keeping the best score as well.
     fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, hunt=32.0, captures_keep=True)
     slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, hunt=32.0, captures_keep=True)
+    assert fast == pytest.approx(slow, abs=1e-9)
+    # And with the miner's pulls scaled.
+    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, miner_pull=0.4)
+    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, miner_pull=0.4)
     assert fast == pytest.approx(slow, abs=1e-9)
     assert flag_suspicions_py(pos, pos.side) == ref.flag_suspicions(pos, pos.side)
