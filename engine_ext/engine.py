@@ -189,7 +189,8 @@ class Engine:
         if settings.engine == "perspecto" and settings.strategic:
             hunting = settings.hunt_movers > 0 and 0 < runner.opponent_movers() <= settings.hunt_movers
             strategic = runner.strategic(legal, settings.hunt_force if hunting else 0.0,
-                                         settings.captures_keep_strategic, settings.miner_pull)
+                                         settings.captures_keep_strategic, settings.miner_pull,
+                                         settings.miner_guard)
         soft = start + max(0.0, soft_deadline - start) * settings.time_use
         abort = max(start, hard_deadline - _ANSWER_MARGIN)
         soft = min(soft, abort)

@@ -71,6 +71,8 @@ RULES: tuple[Rule, ...] = (
     Rule(21, "[<8, fX(op), 80*pF]", _ABOVE_MINER, None, lambda pf, _pb: 80.0 * pf, open_only=True),
 )
 
+# The guard (not in the thesis): known opponent miners this near our flag pull the pieces that beat them.
+GUARD_RADIUS = 5
 # The miner's pulls towards likely bombs and flags, which ``miner_pull`` scales (not in the thesis).
 _MINER_PULLS = frozenset({3, 5})
 # Known opponent ranks the endgame hunt chases (not in the thesis): every movable rank.
@@ -218,15 +220,20 @@ def target_force(own: Rank, target: Rank, p_flag: float, p_bomb: float, is_open:
 
 
 def _pull(board: _Board, piece: _Piece, p_flag: Sequence[float], p_bomb: Sequence[float],
-          hunt: float = 0.0, miner_pull: float = 1.0) -> tuple[float, float]:
+          hunt: float = 0.0, miner_pull: float = 1.0, guard: float = 0.0) -> tuple[float, float]:
     """The summed (x, y) pull on one own piece, before the moved-piece factor."""
     opp = 1 - piece.owner
+    flag = next((p for p in board.pieces.values() if p.owner == piece.owner and p.rank == Rank.FLAG), None)
     targets = sorted((p for p in board.pieces.values() if p.owner == opp), key=lambda p: p.pid)
     t = max(1.0, len(targets) / 10.0)
     fx = fy = 0.0
     for target in targets:
         force = target_force(piece.rank, target.rank, p_flag[target.pid], p_bomb[target.pid],
                              target.rank == Rank.UNKNOWN and _is_open(board, target), hunt, miner_pull)
+        if (guard != 0.0 and target.rank == Rank.MINER and flag is not None
+                and combat(piece.rank, Rank.MINER) == ATTACKER_WINS
+                and abs(target.col - flag.col) + abs(target.row - flag.row) <= GUARD_RADIUS):
+            force += guard  # the guard: a known miner near our flag (not in the thesis)
         if force == 0.0:
             continue
         dx, dy = target.col - piece.col, target.row - piece.row
@@ -244,7 +251,7 @@ def _sign(x: int) -> int:
 
 def _score(board: _Board, frm: tuple[int, int], to: tuple[int, int], p_flag: Sequence[float],
            p_bomb: Sequence[float], susp: Sequence[float], hunt: float = 0.0,
-           miner_pull: float = 1.0) -> float | None:
+           miner_pull: float = 1.0, guard: float = 0.0) -> float | None:
     """One move's own score; None for a strike the strategic search leaves out."""
     mover = board.at(*frm)
     assert mover is not None
@@ -256,7 +263,7 @@ def _score(board: _Board, frm: tuple[int, int], to: tuple[int, int], p_flag: Seq
         # A scout's long strike: suspicions of the piece struck, else 0.1 per step it took.
         points = susp[target.pid] if susp[target.pid] > 0 else 0.1 * target.moved
         return points + 0.1 * travelled
-    fx, fy = _pull(board, mover, p_flag, p_bomb, hunt, miner_pull)
+    fx, fy = _pull(board, mover, p_flag, p_bomb, hunt, miner_pull, guard)
     factor = MOVED_FACTOR.get(mover.rank, 1.0) if mover.moved else 1.0
     return (fx * _sign(to[0] - frm[0]) + fy * _sign(to[1] - frm[1])) * factor
 
@@ -272,19 +279,21 @@ def strategic_scores(
     hunt: float = 0.0,
     captures_keep: bool = False,
     miner_pull: float = 1.0,
+    guard: float = 0.0,
 ) -> list[float]:
     """Figure 9: each move's score plus the best score of a next own move (its own score when no
     next move beats it); strikes other than scouts' long ones score 0. Without ``lookahead``, each
     move's own score. Not in the thesis: ``hunt`` (the endgame hunt's force, 0: off) and
     ``captures_keep`` (the strikes left out score the best of the moves scored instead of 0) and
-    ``miner_pull`` (the factor on rules 3 and 5)."""
+    ``miner_pull`` (the factor on rules 3 and 5) and ``guard`` (the pull towards a known miner
+    within ``GUARD_RADIUS`` steps of our flag)."""
     susp = list(flag_suspicion) if flag_suspicion is not None else flag_suspicions(pos, side)
     board = _Board.of(pos)
     out: list[float] = []
     left_out: list[int] = []
     for move in moves:
         frm, to = pos.coords(move & 0xFF), pos.coords(move >> 8)
-        score = _score(board, frm, to, p_flag, p_bomb, susp, hunt, miner_pull)
+        score = _score(board, frm, to, p_flag, p_bomb, susp, hunt, miner_pull, guard)
         if score is None:
             left_out.append(len(out))
             out.append(0.0)
@@ -295,7 +304,7 @@ def strategic_scores(
         after = board.played(frm, to)
         best = score
         for nfrm, nto in after.own_moves(side):
-            next_score = _score(after, nfrm, nto, p_flag, p_bomb, susp, hunt, miner_pull)
+            next_score = _score(after, nfrm, nto, p_flag, p_bomb, susp, hunt, miner_pull, guard)
             if next_score is not None and next_score > best:
                 best = next_score
         out.append(score + best)

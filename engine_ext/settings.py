@@ -111,6 +111,9 @@ class EngineSettings(BaseModel):
     miner_pull: float = Field(
         1.0, ge=0.0, description="not in the thesis: a factor on Appendix 1's rules 3 and 5, the miner's "
         "pulls towards likely bombs and flags among the unknown pieces (1: as written)")
+    miner_guard: float = Field(
+        0.0, ge=0.0, description="not in the thesis: every own piece that beats a miner is pulled with this "
+        "force towards each known opponent miner within 5 steps of our flag (the flag's guard); 0: off")
     captures_keep_strategic: bool = Field(
         False, description="not in the thesis: a capture gets the best strategic score of the other moves "
         "instead of the 0 the strategic search gives it, so the pull never holds a capture back")

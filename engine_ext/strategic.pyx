@@ -11,6 +11,7 @@ reading of the thesis; engine_ext/reference_strategic.py is the plain version th
 """
 
 from libc.math cimport sqrt
+from libc.stdlib cimport abs
 
 from engine_ext.core cimport (
     ATTACKER_WINS, BLOCKED, COMBAT, MAX_MOVES, MAX_PIECES, MAX_PLY, NO_COMBAT, R_BOMB, R_FLAG, R_MARSHAL,
@@ -25,6 +26,7 @@ cdef enum:
     R_COLONEL = 8
     R_GENERAL = 9
     MIN_STEPS = 4           # "L ... (lägst 4)"
+    GUARD_RADIUS = 5        # the guard: a known miner this many steps from our flag or nearer
 
 
 ctypedef struct State:
@@ -33,6 +35,9 @@ ctypedef struct State:
     double t                # opponent pieces left / 10, at least 1
     double hunt             # the endgame hunt's force (not in the thesis); 0: off
     double miner_pull       # factor on rules 3 and 5, the miner's pulls to unknowns (1: the thesis)
+    double guard            # pull towards a known opponent miner near our flag (not in the thesis)
+    int flag_col            # our flag's coordinates (-1: none on the board)
+    int flag_row
     int col[MAX_PIECES]     # board coordinates of every live piece
     int row[MAX_PIECES]
     const double* p_flag
@@ -153,6 +158,10 @@ cdef void _piece_force(Pos* p, State* st, int pid) noexcept nogil:
             if p.psq[k] < 0:
                 continue
             f = _rule_force(own, p.prank[k], p_flag[k], p_bomb[k], st.open_[k], st.hunt, st.miner_pull)
+            if (st.guard != 0.0 and p.prank[k] == R_MINER and st.flag_col >= 0
+                    and COMBAT[own][R_MINER] == ATTACKER_WINS
+                    and abs(st.col[k] - st.flag_col) + abs(st.row[k] - st.flag_row) <= GUARD_RADIUS):
+                f += st.guard       # the guard: a known miner near our flag
             if f == 0.0:
                 continue
             dx = st.col[k] - st.col[pid]
@@ -182,10 +191,15 @@ cdef void _prepare(Pos* p, State* st, int side) noexcept nogil:
     cdef bint is_open
     st.side = side
     st.opp = side ^ 1
+    st.flag_col = -1
+    st.flag_row = -1
     for pid in range(p.end_id[1]):
         st.done[pid] = 0
         if p.psq[pid] >= 0:
             _set_coords(p, st, pid)
+            if p.powner[pid] == side and p.prank[pid] == R_FLAG:
+                st.flag_col = st.col[pid]
+                st.flag_row = st.row[pid]
     for pid in range(p.first_id[st.opp], p.end_id[st.opp]):
         st.open_[pid] = 0
         sq = p.psq[pid]
@@ -288,14 +302,15 @@ cdef void flag_suspicions(Pos* p, int side, double* out) noexcept nogil:
 cdef void strategic_scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                            const double* flag_suspicion, const int* moves, int n,
                            double* out, double hunt=0.0, bint captures_keep=False,
-                           double miner_pull=1.0) noexcept nogil:
-    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, hunt, captures_keep, miner_pull)
+                           double miner_pull=1.0, double guard=0.0) noexcept nogil:
+    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, hunt, captures_keep, miner_pull,
+            guard)
 
 
 cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                   const double* flag_suspicion, const int* moves, int n, double* out,
                   bint lookahead, double hunt=0.0, bint captures_keep=False,
-                  double miner_pull=1.0) noexcept nogil:
+                  double miner_pull=1.0, double guard=0.0) noexcept nogil:
     """``strategic_scores``; without ``lookahead`` each move's own score alone (the thesis's
     "Endast ett drag" variant, 10.3.2; the tests use it to check single rules). ``captures_keep``
     (not in the thesis): the strikes sorted out get the best score of the moves scored instead of 0,
@@ -323,6 +338,8 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
     st2.hunt = hunt
     st.miner_pull = miner_pull
     st2.miner_pull = miner_pull
+    st.guard = guard
+    st2.guard = guard
     p.side = side
     _prepare(p, &st, side)
     for i in range(n):
@@ -413,12 +430,13 @@ cdef int _load_moves(Position pos, int side, object moves, int* buf) except -1:
 
 def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_suspicion=None,
                         bint lookahead=True, double hunt=0.0, bint captures_keep=False,
-                        double miner_pull=1.0):
+                        double miner_pull=1.0, double guard=0.0):
     """``strategic_scores`` on a ``Position``; the probability lists are indexed by piece id.
     ``flag_suspicion`` None: counted by the thesis's rule (``flag_suspicions_py``).
     ``lookahead`` False: each move's own score only. ``hunt``: the endgame hunt's force (0: off).
     ``captures_keep``: the captures sorted out get the best score of the others (not in the thesis).
-    ``miner_pull``: the factor on rules 3 and 5 (not in the thesis; 1: as written)."""
+    ``miner_pull``: the factor on rules 3 and 5 (not in the thesis; 1: as written). ``guard``: the
+    pull towards a known opponent miner within GUARD_RADIUS steps of our flag (not in the thesis)."""
     cdef double pf[MAX_PIECES]
     cdef double pb[MAX_PIECES]
     cdef double fs[MAX_PIECES]
@@ -434,7 +452,7 @@ def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_susp
         _fill(fs, flag_suspicion, count, "flag_suspicion")
         fs_ptr = fs
     with nogil:
-        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, hunt, captures_keep, miner_pull)
+        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, hunt, captures_keep, miner_pull, guard)
     return [out[i] for i in range(n)]
 
 

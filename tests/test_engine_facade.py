@@ -341,6 +341,26 @@ def test_the_engine_passes_miner_pull_to_the_strategic_search(miner_pull: float)
     assert (to.row > frm.row) == (miner_pull > 0)
 
 
+def test_the_guard_sends_a_piece_after_a_known_miner_near_our_flag() -> None:
+    # Their known miner stands 5 steps from our flag; our sergeant is far off. No thesis rule pulls a
+    # sergeant towards a known piece: only the guard (``miner_guard``) sends it towards the miner.
+    red = {Square.parse("A1"): Rank.FLAG, Square.parse("J5"): Rank.SERGEANT}
+    blue = {Square.parse("J10"): Rank.FLAG, Square.parse("I10"): Rank.BOMB, Square.parse("E2"): Rank.MINER}
+    view = Game(RulesOptions(ruleset=CLASSIC), red, blue, validate_setups=False)  # everything known
+    legal = view.legal_codes()
+    runner = SearchRunner(view.position, int(Side.RED), initial_counts(view),
+                          search_params(builtin_settings("perspecto")))
+    assert not any(runner.strategic(legal))
+    assert max(runner.strategic(legal, 0.0, False, 1.0, 64.0)) > 0
+    choice = choose(quick("perspecto", miner_guard=64.0, random_amplitude=0.0), view)
+    miner = Square.parse("E2")
+
+    def steps(sq: Square) -> int:
+        return abs(sq.col - miner.col) + abs(sq.row - miner.row)
+
+    assert choice.move.frm == Square.parse("J5") and steps(choice.move.to) < steps(choice.move.frm)
+
+
 def test_the_hunt_sends_our_pieces_after_the_last_known_movers() -> None:
     # Their one movable piece on the board is a scout we know, on the far side from our lieutenant;
     # their flag stands walled in behind bombs. No thesis rule pulls a lieutenant towards a known

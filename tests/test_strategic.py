@@ -48,13 +48,14 @@ def probs(pos: Position, **by_square: tuple[float, float]) -> tuple[list[float],
 
 def own_score(pos: Position, frm: tuple[int, int], step: tuple[int, int],
               pf: list[float] | None = None, pb: list[float] | None = None, dist: int = 1,
-              hunt: float = 0.0, miner_pull: float = 1.0) -> float:
+              hunt: float = 0.0, miner_pull: float = 1.0, guard: float = 0.0) -> float:
     """One move's own score (no lookahead), checked against the reference on the way."""
     if pf is None or pb is None:
         pf, pb = probs(pos)
     m = [move(pos, frm, step, dist)]
-    got = strategic_scores_py(pos, pos.side, pf, pb, m, lookahead=False, hunt=hunt, miner_pull=miner_pull)[0]
-    slow = ref.strategic_scores(pos, pos.side, pf, pb, m, lookahead=False, hunt=hunt, miner_pull=miner_pull)[0]
+    options = {"hunt": hunt, "miner_pull": miner_pull, "guard": guard}
+    got = strategic_scores_py(pos, pos.side, pf, pb, m, lookahead=False, **options)[0]
+    slow = ref.strategic_scores(pos, pos.side, pf, pb, m, lookahead=False, **options)[0]
     assert got == pytest.approx(slow, abs=1e-9)
     return got
 
@@ -151,6 +152,24 @@ def test_miner_pull_scales_the_miners_pulls_towards_unknowns() -> None:
     major = board([(4, 1, RED, Rank.MAJOR), (4, 7, BLUE, UNKNOWN)])
     f, b = probs(major, c4_7=(0.25, 0.5))
     assert own_score(major, (4, 1), UP, f, b, miner_pull=0.4) == own_score(major, (4, 1), UP, f, b)
+
+
+@pytest.mark.parametrize(("own", "miner_row", "without", "with_guard"), [
+    (Rank.MAJOR, 5, 8.0 / 4, (8.0 + 64.0) / 4),     # rule 10 and the guard: the miner 5 steps from our flag
+    (Rank.MAJOR, 6, 8.0 / 5, 8.0 / 5),              # 6 steps from our flag: rule 10 only
+    (Rank.SERGEANT, 5, 0.0, 64.0 / 4),              # no thesis rule, the guard alone
+    (Rank.MINER, 5, 0.0, 0.0),                      # a miner only ties a miner
+    (Rank.SPY, 5, 0.0, 0.0),                        # a spy loses to it
+])
+def test_the_guard_pulls_towards_a_known_miner_near_our_flag(own: Rank, miner_row: int, without: float,
+                                                             with_guard: float) -> None:
+    # Not in the thesis (``guard``): our flag on (5, 1), our piece on (4, 1), their known miner on
+    # (4, miner_row); one opponent piece, so t = 1.
+    pos = board([(5, 1, RED, Rank.FLAG), (4, 1, RED, own), (4, miner_row, BLUE, Rank.MINER)])
+    assert own_score(pos, (4, 1), UP) == pytest.approx(without)
+    assert own_score(pos, (4, 1), UP, guard=64.0) == pytest.approx(with_guard)
+    unknown = board([(5, 1, RED, Rank.FLAG), (4, 1, RED, own), (4, miner_row, BLUE, UNKNOWN)])
+    assert own_score(unknown, (4, 1), UP, guard=64.0) == own_score(unknown, (4, 1), UP)
 
 
 def test_the_rule_table_has_the_21_rules_of_appendix_1() -> None:
@@ -494,7 +513,7 @@ def test_compiled_equals_reference(seed: int, plies: int, hide: float, classic: 
     slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, hunt=32.0, captures_keep=True)
     assert fast == pytest.approx(slow, abs=1e-9)
     # And with the miner's pulls scaled.
-    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, miner_pull=0.4)
-    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, miner_pull=0.4)
+    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, miner_pull=0.4, guard=64.0)
+    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, miner_pull=0.4, guard=64.0)
     assert fast == pytest.approx(slow, abs=1e-9)
     assert flag_suspicions_py(pos, pos.side) == ref.flag_suspicions(pos, pos.side)
