@@ -188,9 +188,9 @@ class Engine:
         strategic = [0.0] * len(legal)
         if settings.engine == "perspecto" and settings.strategic:
             hunting = settings.hunt_movers > 0 and 0 < runner.opponent_movers() <= settings.hunt_movers
-            strategic = runner.strategic(legal, settings.hunt_force if hunting else 0.0,
-                                         settings.captures_keep_strategic, settings.miner_pull,
-                                         settings.miner_guard)
+            strategic = runner.strategic(legal, hunt=settings.hunt_force if hunting else 0.0,
+                                         captures_keep=settings.captures_keep_strategic,
+                                         miner_pull=settings.miner_pull, guard=settings.miner_guard)
         soft = start + max(0.0, soft_deadline - start) * settings.time_use
         abort = max(start, hard_deadline - _ANSWER_MARGIN)
         soft = min(soft, abort)

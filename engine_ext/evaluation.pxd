@@ -44,7 +44,8 @@ cdef inline double captured_value(Values* v, Knowledge* kn, Pos* p, const unsign
     to x's owner, else the mean of all unknowns (movable ones only once x has moved), plus x's share
     of the flag's value while it is a flag suspect."""
     cdef int owner = p.powner[x]
-    cdef int mv = 1 if p.pmoves[x] > 0 else 0
+    # suspect_odds: a piece that attacks has moved, so it is no flag (the thesis counts its share).
+    cdef int mv = 1 if p.pmoves[x] > 0 or (x_attacked and kn.suspect_odds) else 0
     cdef bint captor_known
     cdef double base
     if owner == kn.enemy:
@@ -64,21 +65,19 @@ cdef inline double captured_value(Values* v, Knowledge* kn, Pos* p, const unsign
         base = v.avg_all[owner][mv]
     if mv == 0:
         if kn.suspect_odds:
-            return _unmoved_taken(v, kn, p, kpub, persp, x, y, x_attacked, captor_known)
+            return _unmoved_beaten(v, kn, p, kpub, persp, x, y, captor_known)
         base += v.flag_share[x]
     return base
 
 
-cdef inline double _unmoved_taken(Values* v, Knowledge* kn, Pos* p, const unsigned char* kpub, int persp,
-                                  int x, int y, bint x_attacked, bint captor_known) noexcept nogil:
-    """suspect_odds (not in the thesis): the unmoved unknown ``x`` taken by ``y``. An attacker is no
-    flag. A defender beaten is the flag with P(flag | beaten) = P(flag) / P(win) and otherwise worth
-    the mean without the flag, so the attack's expected flag value is P(flag) * flag value, where
-    Table 8 with case 3 counts the flag's chance twice (once in P(win), once in the share)."""
+cdef inline double _unmoved_beaten(Values* v, Knowledge* kn, Pos* p, const unsigned char* kpub, int persp,
+                                   int x, int y, bint captor_known) noexcept nogil:
+    """suspect_odds (not in the thesis): the unmoved unknown defender ``x`` beaten by ``y`` is the
+    flag with P(flag | beaten) = P(flag) / P(win) and otherwise worth the mean without the flag, so the
+    attack's expected flag value is P(flag) * flag value, where Table 8 with case 3 counts the flag's
+    chance twice (once in P(win), once in the share)."""
     cdef int owner = p.powner[x]
     cdef double P, q, rest
-    if x_attacked:
-        return v.avg_lose_to[owner][0][p.prank[y]] if captor_known else v.avg_all[owner][1]
     rest = v.avg_take_nf[owner][p.prank[y]] if captor_known else v.avg_all_nf[owner]
     P = unmoved_win(kn, p, known_in(kn, p, kpub, persp, y), y, x)
     q = kn.p_flag[x] / P if P > 0.0 else 0.0

@@ -470,7 +470,8 @@ class Reference:
         """Table 8: the worth of piece x, taken by piece y, in the perspective."""
         b = self.b
         owner = b.owner[x]
-        moved = b.moves[x] > 0
+        # suspect_odds: a piece that attacks has moved, so it is no flag (the thesis counts its share).
+        moved = b.moves[x] > 0 or (x_attacked and self.p.suspect_odds)
         if owner == self.enemy:
             if b.rank[x] != UNKNOWN:
                 return self.piece[owner][b.rank[x]]
@@ -488,8 +489,6 @@ class Reference:
             return value
         if not self.p.suspect_odds:
             return value + self.flag_share(x)
-        if x_attacked:          # a piece that attacks is no flag
-            return value if captor_known else self.mean_all(owner, True)
         # Beaten: the flag with P(flag) / P(win), else the mean without the flag.
         no_flag = [r for r in range(12) if r != FLAG]
         if captor_known:

@@ -223,14 +223,15 @@ def _pull(board: _Board, piece: _Piece, p_flag: Sequence[float], p_bomb: Sequenc
           hunt: float = 0.0, miner_pull: float = 1.0, guard: float = 0.0) -> tuple[float, float]:
     """The summed (x, y) pull on one own piece, before the moved-piece factor."""
     opp = 1 - piece.owner
-    flag = next((p for p in board.pieces.values() if p.owner == piece.owner and p.rank == Rank.FLAG), None)
+    flag = (next((p for p in board.pieces.values() if p.owner == piece.owner and p.rank == Rank.FLAG), None)
+            if guard else None)
     targets = sorted((p for p in board.pieces.values() if p.owner == opp), key=lambda p: p.pid)
     t = max(1.0, len(targets) / 10.0)
     fx = fy = 0.0
     for target in targets:
         force = target_force(piece.rank, target.rank, p_flag[target.pid], p_bomb[target.pid],
                              target.rank == Rank.UNKNOWN and _is_open(board, target), hunt, miner_pull)
-        if (guard != 0.0 and target.rank == Rank.MINER and flag is not None
+        if (flag is not None and target.rank == Rank.MINER
                 and combat(piece.rank, Rank.MINER) == ATTACKER_WINS
                 and abs(target.col - flag.col) + abs(target.row - flag.row) <= GUARD_RADIUS):
             force += guard  # the guard: a known miner near our flag (not in the thesis)
