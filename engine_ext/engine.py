@@ -17,9 +17,10 @@ from typing import Any, Protocol
 
 from engine_ext.evaluation import random_key
 from engine_ext.game import Game, MoveResult
-from engine_ext.notation import Move
+from engine_ext.notation import Move, Square
 from engine_ext.pieces import Rank, Side
 from engine_ext.psychology import MoveAnalysis, Psychology
+from engine_ext.raiders import searched_position
 from engine_ext.search import SearchRunner
 from engine_ext.settings import (
     BUILTIN_ENGINE_SETTINGS,
@@ -184,13 +185,21 @@ class Engine:
             settings, own_fear=psy.own_fear, est_opp_fear=psy.est_opp_fear, est_own_fear=psy.est_own_fear,
             random_key=random_key(seed, game.ply), two_squares=game.options.two_squares or 0,
         )
-        runner = SearchRunner(game.position, int(game.side_to_move), initial_counts(game), params)
+        counts = initial_counts(game)
+        # Not in the thesis: unseen pieces at our flag's door are searched as miners (engine_ext/raiders.py).
+        position, suspects = searched_position(game.position, int(game.side_to_move), settings.raider_radius,
+                                               counts[Rank.MINER])
+        runner = SearchRunner(position, int(game.side_to_move), counts, params)
         strategic = [0.0] * len(legal)
         if settings.engine == "perspecto" and settings.strategic:
             hunting = settings.hunt_movers > 0 and 0 < runner.opponent_movers() <= settings.hunt_movers
+            miner_pull = settings.miner_pull
+            if hunting and settings.endgame_miner_pull is not None:
+                miner_pull = settings.endgame_miner_pull
             strategic = runner.strategic(legal, hunt=settings.hunt_force if hunting else 0.0,
                                          captures_keep=settings.captures_keep_strategic,
-                                         miner_pull=settings.miner_pull, guard=settings.miner_guard)
+                                         miner_pull=miner_pull, guard=settings.miner_guard,
+                                         home=settings.home_guard)
         soft = start + max(0.0, soft_deadline - start) * settings.time_use
         abort = max(start, hard_deadline - _ANSWER_MARGIN)
         soft = min(soft, abort)
@@ -215,6 +224,9 @@ class Engine:
         best = order[0]
         elapsed = time.monotonic() - start
         reasons = self._reasons(game, runner, legal, result, values, strategic, totals, order, elapsed)
+        if suspects:
+            squares = ", ".join(str(Square(*position.coords(position.piece(pid)[0]))) for pid in suspects)
+            reasons.insert(1, f"searched as miners at our flag's door: the unseen pieces on {squares}")
         return EngineChoice(game.move_of(legal[best]), totals[best], result["depth"], result["nodes"],
                             elapsed, tuple(reasons))
 

@@ -73,6 +73,11 @@ RULES: tuple[Rule, ...] = (
 
 # The guard (not in the thesis): known opponent miners this near our flag pull the pieces that beat them.
 GUARD_RADIUS = 5
+# The home guards (not in the thesis): at most this many, each a sergeant to major on a station.
+HOME_GUARDS = 2
+_HOME_RANKS = frozenset({Rank.SERGEANT, Rank.LIEUTENANT, Rank.CAPTAIN, Rank.MAJOR})
+_RESERVE_RANKS = frozenset({Rank.COLONEL, Rank.GENERAL, Rank.MARSHAL})  # guards when no lower one is left
+_STEPS = ((0, 1), (0, -1), (-1, 0), (1, 0))
 # The miner's pulls towards likely bombs and flags, which ``miner_pull`` scales (not in the thesis).
 _MINER_PULLS = frozenset({3, 5})
 # Known opponent ranks the endgame hunt chases (not in the thesis): every movable rank.
@@ -219,8 +224,74 @@ def target_force(own: Rank, target: Rank, p_flag: float, p_bomb: float, is_open:
     return force
 
 
+@dataclass(frozen=True)
+class _Home:
+    """The home guards (not in the thesis): their force and, per guard, its piece id and station."""
+
+    force: float
+    guards: tuple[tuple[int, tuple[int, int]], ...]
+
+    @classmethod
+    def of(cls, board: _Board, side: int, force: float) -> _Home | None:
+        """The gates are our bombs next to our flag (none: the flag itself); a station is a square
+        next to a gate that holds neither our flag nor our bomb. Stations are taken greedily: the one
+        next to the most gates not yet covered, among those the one whose free guard is nearest, then
+        the lowest (row, col); a guard is the nearest sergeant to major not yet one (a colonel to
+        marshal when none is left; the lowest id among equals)."""
+        flag = next((p for p in board.pieces.values() if p.owner == side and p.rank == Rank.FLAG), None)
+        if not force or flag is None:
+            return None
+
+        def own_bomb(col: int, row: int) -> bool:
+            piece = board.at(col, row)
+            return piece is not None and piece.owner == side and piece.rank == Rank.BOMB
+
+        def next_to(a: tuple[int, int], b: tuple[int, int]) -> bool:
+            return abs(a[0] - b[0]) + abs(a[1] - b[1]) == 1
+
+        around = [(flag.col + dc, flag.row + dr) for dc, dr in _STEPS]
+        gates = [sq for sq in around if own_bomb(*sq)] or [(flag.col, flag.row)]
+        stations = {(g[0] + dc, g[1] + dr) for g in gates for dc, dr in _STEPS}
+        stations = {sq for sq in stations
+                    if board.passable(*sq) and sq != (flag.col, flag.row) and not own_bomb(*sq)}
+        guards: list[tuple[int, tuple[int, int]]] = []
+
+        def free_guard(station: tuple[int, int]) -> tuple[int, int] | None:
+            """(steps, id) of the nearest piece not yet a guard: a sergeant to major, or when none
+            is left a colonel to marshal."""
+            taken = {pid for pid, _ in guards}
+            for ranks in (_HOME_RANKS, _RESERVE_RANKS):
+                free = [(abs(p.col - station[0]) + abs(p.row - station[1]), p.pid) for p in board.pieces.values()
+                        if p.owner == side and p.rank in ranks and p.pid not in taken]
+                if free:
+                    return min(free)
+            return None
+
+        uncovered = list(gates)
+        while uncovered and len(guards) < HOME_GUARDS:
+            cover = {sq: sum(next_to(sq, g) for g in uncovered) for sq in stations}
+            most = max(cover.values(), default=0)
+            if most == 0:
+                break
+            options = []
+            for sq in stations:
+                if cover[sq] == most:
+                    guard = free_guard(sq)
+                    if guard is None:
+                        return cls(force, tuple(guards)) if guards else None
+                    options.append((guard[0], sq[1], sq[0], guard[1], sq))
+            _steps, _row, _col, pid, station = min(options)
+            guards.append((pid, station))
+            uncovered = [g for g in uncovered if not next_to(station, g)]
+        return cls(force, tuple(guards)) if guards else None
+
+    def station(self, pid: int) -> tuple[int, int] | None:
+        return next((station for guard, station in self.guards if guard == pid), None)
+
+
 def _pull(board: _Board, piece: _Piece, p_flag: Sequence[float], p_bomb: Sequence[float],
-          hunt: float = 0.0, miner_pull: float = 1.0, guard: float = 0.0) -> tuple[float, float]:
+          hunt: float = 0.0, miner_pull: float = 1.0, guard: float = 0.0,
+          home: _Home | None = None) -> tuple[float, float]:
     """The summed (x, y) pull on one own piece, before the moved-piece factor."""
     opp = 1 - piece.owner
     flag = (next((p for p in board.pieces.values() if p.owner == piece.owner and p.rank == Rank.FLAG), None)
@@ -243,6 +314,14 @@ def _pull(board: _Board, piece: _Piece, p_flag: Sequence[float], p_bomb: Sequenc
         c = force / (steps * t)
         fx += c * dx / dist
         fy += c * dy / dist
+    station = home.station(piece.pid) if home is not None else None
+    if home is not None and station is not None and station != (piece.col, piece.row):
+        # A home guard away from its station is pulled back to it.
+        dx, dy = station[0] - piece.col, station[1] - piece.row
+        c = home.force / (max(MIN_STEPS, abs(dx) + abs(dy)) * t)
+        dist = math.sqrt(dx * dx + dy * dy)
+        fx += c * dx / dist
+        fy += c * dy / dist
     return fx, fy
 
 
@@ -252,7 +331,7 @@ def _sign(x: int) -> int:
 
 def _score(board: _Board, frm: tuple[int, int], to: tuple[int, int], p_flag: Sequence[float],
            p_bomb: Sequence[float], susp: Sequence[float], hunt: float = 0.0,
-           miner_pull: float = 1.0, guard: float = 0.0) -> float | None:
+           miner_pull: float = 1.0, guard: float = 0.0, home: _Home | None = None) -> float | None:
     """One move's own score; None for a strike the strategic search leaves out."""
     mover = board.at(*frm)
     assert mover is not None
@@ -264,9 +343,13 @@ def _score(board: _Board, frm: tuple[int, int], to: tuple[int, int], p_flag: Seq
         # A scout's long strike: suspicions of the piece struck, else 0.1 per step it took.
         points = susp[target.pid] if susp[target.pid] > 0 else 0.1 * target.moved
         return points + 0.1 * travelled
-    fx, fy = _pull(board, mover, p_flag, p_bomb, hunt, miner_pull, guard)
+    fx, fy = _pull(board, mover, p_flag, p_bomb, hunt, miner_pull, guard, home)
     factor = MOVED_FACTOR.get(mover.rank, 1.0) if mover.moved else 1.0
-    return (fx * _sign(to[0] - frm[0]) + fy * _sign(to[1] - frm[1])) * factor
+    score = (fx * _sign(to[0] - frm[0]) + fy * _sign(to[1] - frm[1])) * factor
+    if home is not None and home.station(mover.pid) == frm:
+        t = max(1.0, sum(1 for p in board.pieces.values() if p.owner != mover.owner) / 10.0)
+        score -= 2.0 * home.force / (MIN_STEPS * t)  # a home guard leaving its station
+    return score
 
 
 def strategic_scores(
@@ -281,20 +364,23 @@ def strategic_scores(
     captures_keep: bool = False,
     miner_pull: float = 1.0,
     guard: float = 0.0,
+    home: float = 0.0,
 ) -> list[float]:
     """Figure 9: each move's score plus the best score of a next own move (its own score when no
     next move beats it); strikes other than scouts' long ones score 0. Without ``lookahead``, each
     move's own score. Not in the thesis: ``hunt`` (the endgame hunt's force, 0: off) and
     ``captures_keep`` (the strikes left out score the best of the moves scored instead of 0) and
     ``miner_pull`` (the factor on rules 3 and 5) and ``guard`` (the pull towards a known miner
-    within ``GUARD_RADIUS`` steps of our flag)."""
+    within ``GUARD_RADIUS`` steps of our flag) and ``home`` (the force that keeps up to
+    ``HOME_GUARDS`` sergeants to majors on stations next to the bombs by our flag; chosen at the root)."""
     susp = list(flag_suspicion) if flag_suspicion is not None else flag_suspicions(pos, side)
     board = _Board.of(pos)
+    home_guard = _Home.of(board, side, home)
     out: list[float] = []
     left_out: list[int] = []
     for move in moves:
         frm, to = pos.coords(move & 0xFF), pos.coords(move >> 8)
-        score = _score(board, frm, to, p_flag, p_bomb, susp, hunt, miner_pull, guard)
+        score = _score(board, frm, to, p_flag, p_bomb, susp, hunt, miner_pull, guard, home_guard)
         if score is None:
             left_out.append(len(out))
             out.append(0.0)
@@ -305,7 +391,7 @@ def strategic_scores(
         after = board.played(frm, to)
         best = score
         for nfrm, nto in after.own_moves(side):
-            next_score = _score(after, nfrm, nto, p_flag, p_bomb, susp, hunt, miner_pull, guard)
+            next_score = _score(after, nfrm, nto, p_flag, p_bomb, susp, hunt, miner_pull, guard, home_guard)
             if next_score is not None and next_score > best:
                 best = next_score
         out.append(score + best)

@@ -1179,12 +1179,13 @@ cdef class SearchRunner:
         return n
 
     def strategic(self, moves, double hunt=0.0, bint captures_keep=False, double miner_pull=1.0,
-                  double guard=0.0) -> list:
+                  double guard=0.0, double home=0.0) -> list:
         """The strategic search's scores (9.2) of our root moves, as the strategic module gives them;
         ``hunt`` > 0 adds the endgame hunt (not in the thesis) with that force, ``captures_keep``
         gives the captures the best score of the other moves (not in the thesis), ``miner_pull``
         scales the miner's pulls towards unknown pieces (rules 3 and 5; not in the thesis), ``guard``
-        pulls the pieces that beat a miner towards a known miner near our flag (not in the thesis)."""
+        pulls the pieces that beat a miner towards a known miner near our flag, ``home`` keeps up to
+        two sergeants to majors on stations next to our flag's bombs (both not in the thesis)."""
         cdef Search* S = self.S
         cdef int n = len(moves)
         cdef int* buf
@@ -1216,7 +1217,8 @@ cdef class SearchRunner:
             for i in range(n):
                 buf[i] = moves[i]
             with nogil:
-                strategic_scores(&S.pos, me, pf, pb, susp, buf, n, out, hunt, captures_keep, miner_pull, guard)
+                strategic_scores(&S.pos, me, pf, pb, susp, buf, n, out, hunt, captures_keep, miner_pull, guard,
+                                 home)
             return [out[i] for i in range(n)]
         finally:
             free(buf)

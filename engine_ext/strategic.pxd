@@ -27,10 +27,12 @@ from engine_ext.core cimport Pos
 # ``captures_keep`` (not in the thesis): the captures sorted out score the best of the other moves.
 # ``miner_pull`` (not in the thesis): a factor on rules 3 and 5, the miner's pulls towards unknowns.
 # ``guard`` (not in the thesis): a pull towards a known opponent miner near our flag.
+# ``home`` (not in the thesis): the force that keeps up to two sergeants to majors on stations next
+# to the bombs by our flag (the home guards); 0: off.
 cdef void strategic_scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                            const double* flag_suspicion, const int* moves, int n,
                            double* out, double hunt=*, bint captures_keep=*,
-                           double miner_pull=*, double guard=*) noexcept nogil
+                           double miner_pull=*, double guard=*, double home=*) noexcept nogil
 
 # The thesis's flag suspicions (7.5) of ``side``'s opponent pieces as ``side`` sees them, written
 # to out[pid] for every piece id (0 for ``side``'s own pieces and for captured ones).

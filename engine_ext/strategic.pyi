@@ -16,6 +16,7 @@ def strategic_scores_py(
     captures_keep: bool = False,
     miner_pull: float = 1.0,
     guard: float = 0.0,
+    home: float = 0.0,
 ) -> list[float]: ...
 def flag_suspicions_py(pos: Position, side: int) -> list[float]: ...
 def strategic_bench(

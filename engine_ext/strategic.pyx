@@ -27,6 +27,7 @@ cdef enum:
     R_GENERAL = 9
     MIN_STEPS = 4           # "L ... (lägst 4)"
     GUARD_RADIUS = 5        # the guard: a known miner this many steps from our flag or nearer
+    HOME_GUARDS = 2         # the home guards: at most this many stations by our flag's bombs
 
 
 ctypedef struct State:
@@ -36,6 +37,11 @@ ctypedef struct State:
     double hunt             # the endgame hunt's force (not in the thesis); 0: off
     double miner_pull       # factor on rules 3 and 5, the miner's pulls to unknowns (1: the thesis)
     double guard            # pull towards a known opponent miner near our flag (not in the thesis)
+    double home             # the home guards' force (not in the thesis); 0: off
+    int homes               # how many home guards (each a piece and its station)
+    int home_pid[HOME_GUARDS]
+    int home_col[HOME_GUARDS]   # the guard's station
+    int home_row[HOME_GUARDS]
     int flag_col            # our flag's coordinates (-1: none on the board)
     int flag_row
     int col[MAX_PIECES]     # board coordinates of every live piece
@@ -173,6 +179,18 @@ cdef void _piece_force(Pos* p, State* st, int pid) noexcept nogil:
             c = f / (steps * st.t)
             fx += c * dx / d
             fy += c * dy / d
+    for k in range(st.homes):
+        if pid != st.home_pid[k]:
+            continue
+        # A home guard away from its station is pulled back to it.
+        dx = st.home_col[k] - st.col[pid]
+        dy = st.home_row[k] - st.row[pid]
+        steps = abs(dx) + abs(dy)
+        if steps > 0:
+            d = sqrt(<double>(dx * dx + dy * dy))
+            c = st.home / ((steps if steps > MIN_STEPS else MIN_STEPS) * st.t)
+            fx += c * dx / d
+            fy += c * dy / d
     st.fx[pid] = fx
     st.fy[pid] = fy
     st.done[pid] = 1
@@ -184,15 +202,115 @@ cdef void _set_coords(Pos* p, State* st, int pid) noexcept nogil:
     st.row[pid] = sq // p.stride - 1
 
 
+cdef inline bint _own_bomb(Pos* p, int sq, int side) noexcept nogil:
+    cdef int occ = p.board[sq]
+    return occ >= 0 and p.powner[occ] == side and p.prank[occ] == R_BOMB
+
+
+cdef int _free_guard(Pos* p, State* st, int side, int sq, int* steps_out) noexcept nogil:
+    """The piece nearest ``sq`` (the lowest id among equals) not yet a home guard: a sergeant to
+    major, or when none is left a colonel to marshal (all beat a miner; the first cost less to lose).
+    -1: none."""
+    cdef int col = sq % p.stride - 1
+    cdef int row = sq // p.stride - 1
+    cdef int tier, lo, hi, pid, r, k, steps, nearest, best = -1
+    cdef bint taken
+    for tier in range(2):
+        lo = R_SERGEANT if tier == 0 else R_COLONEL
+        hi = R_MAJOR if tier == 0 else R_MARSHAL
+        nearest = 1 << 20
+        for pid in range(p.first_id[side], p.end_id[side]):
+            r = p.prank[pid]
+            if p.psq[pid] < 0 or r < lo or r > hi:
+                continue
+            taken = False
+            for k in range(st.homes):
+                if st.home_pid[k] == pid:
+                    taken = True
+            if taken:
+                continue
+            steps = abs(st.col[pid] - col) + abs(st.row[pid] - row)
+            if steps < nearest:
+                nearest = steps
+                best = pid
+        if best >= 0:
+            steps_out[0] = nearest
+            return best
+    return -1
+
+
+cdef void _choose_home_guards(Pos* p, State* st, int side, int flag_sq) noexcept nogil:
+    """The home guards (not in the thesis): the gates are our bombs next to our flag (none: the flag
+    itself); a station is a square next to a gate that holds neither our flag nor our bomb. Stations
+    are taken greedily: the one next to the most gates not yet covered, among those the one whose
+    free guard (``_free_guard``) is nearest, then the lowest square. A guard beats a miner that has
+    just taken a gate next to it."""
+    cdef int gates[4]
+    cdef char covered[4]
+    cdef int n_gates = 0
+    cdef int d, e, g, k, station, count, steps, pid
+    cdef int best_count, best_sq, best_steps, best_pid
+    for d in range(4):
+        if _own_bomb(p, flag_sq + p.dirs[d], side):
+            gates[n_gates] = flag_sq + p.dirs[d]
+            n_gates += 1
+    if n_gates == 0:
+        gates[0] = flag_sq
+        n_gates = 1
+    for g in range(n_gates):
+        covered[g] = 0
+    st.homes = 0
+    while st.homes < HOME_GUARDS:
+        best_count = 0
+        best_sq = -1
+        best_steps = 0
+        best_pid = -1
+        for g in range(n_gates):
+            for d in range(4):
+                station = gates[g] + p.dirs[d]
+                if p.board[station] == BLOCKED or station == flag_sq or _own_bomb(p, station, side):
+                    continue
+                count = 0
+                for e in range(n_gates):
+                    if not covered[e]:
+                        for k in range(4):
+                            if gates[e] + p.dirs[k] == station:
+                                count += 1
+                                break
+                if count == 0 or count < best_count:
+                    continue
+                pid = _free_guard(p, st, side, station, &steps)
+                if pid < 0:
+                    return      # no piece left to guard with
+                if (count > best_count or steps < best_steps
+                        or (steps == best_steps and station < best_sq)):
+                    best_count = count
+                    best_sq = station
+                    best_steps = steps
+                    best_pid = pid
+        if best_pid < 0:
+            return
+        st.home_pid[st.homes] = best_pid
+        st.home_col[st.homes] = best_sq % p.stride - 1
+        st.home_row[st.homes] = best_sq // p.stride - 1
+        for g in range(n_gates):
+            for d in range(4):
+                if gates[g] + p.dirs[d] == best_sq:
+                    covered[g] = 1
+        st.homes += 1
+
+
 cdef void _prepare(Pos* p, State* st, int side) noexcept nogil:
     """What the scores need about one position: t, coordinates, open targets (pulls come later,
     piece by piece, as moves ask for them). The probability pointers must be set."""
     cdef int pid, d, sq, left = 0
+    cdef int flag_sq = -1
     cdef bint is_open
     st.side = side
     st.opp = side ^ 1
     st.flag_col = -1
     st.flag_row = -1
+    st.homes = 0
     for pid in range(p.end_id[1]):
         st.done[pid] = 0
         if p.psq[pid] >= 0:
@@ -200,6 +318,9 @@ cdef void _prepare(Pos* p, State* st, int side) noexcept nogil:
             if p.powner[pid] == side and p.prank[pid] == R_FLAG:
                 st.flag_col = st.col[pid]
                 st.flag_row = st.row[pid]
+                flag_sq = p.psq[pid]
+    if st.home != 0.0 and flag_sq >= 0:
+        _choose_home_guards(p, st, side, flag_sq)
     for pid in range(p.first_id[st.opp], p.end_id[st.opp]):
         st.open_[pid] = 0
         sq = p.psq[pid]
@@ -245,6 +366,7 @@ cdef double _move_score(Pos* p, State* st, int move) noexcept nogil:
     cdef int delta = to - frm
     cdef bint across = -p.stride < delta < p.stride     # along a row: x changes, y does not
     cdef double s
+    cdef int k
     if target >= 0:
         # 9.2: one point per flag suspicion of the piece struck, or else 0.1 per step it has
         # taken; and 0.1 per square the scout travels.
@@ -257,8 +379,14 @@ cdef double _move_score(Pos* p, State* st, int move) noexcept nogil:
         _piece_force(p, st, a)
     # The component of the pull along the move (the other component is multiplied by 0).
     if across:
-        return (st.fx[a] * _sign(delta)) * _moved_factor(p, a)
-    return (st.fy[a] * _sign(delta)) * _moved_factor(p, a)
+        s = (st.fx[a] * _sign(delta)) * _moved_factor(p, a)
+    else:
+        s = (st.fy[a] * _sign(delta)) * _moved_factor(p, a)
+    for k in range(st.homes):
+        if (a == st.home_pid[k] and frm % p.stride - 1 == st.home_col[k]
+                and frm // p.stride - 1 == st.home_row[k]):
+            s -= 2.0 * st.home / (MIN_STEPS * st.t)    # a home guard leaving its station
+    return s
 
 
 cdef double _best_next(Pos* p, State* st, double best) noexcept nogil:
@@ -302,15 +430,15 @@ cdef void flag_suspicions(Pos* p, int side, double* out) noexcept nogil:
 cdef void strategic_scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                            const double* flag_suspicion, const int* moves, int n,
                            double* out, double hunt=0.0, bint captures_keep=False,
-                           double miner_pull=1.0, double guard=0.0) noexcept nogil:
+                           double miner_pull=1.0, double guard=0.0, double home=0.0) noexcept nogil:
     _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, hunt, captures_keep, miner_pull,
-            guard)
+            guard, home)
 
 
 cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                   const double* flag_suspicion, const int* moves, int n, double* out,
                   bint lookahead, double hunt=0.0, bint captures_keep=False,
-                  double miner_pull=1.0, double guard=0.0) noexcept nogil:
+                  double miner_pull=1.0, double guard=0.0, double home=0.0) noexcept nogil:
     """``strategic_scores``; without ``lookahead`` each move's own score alone (the thesis's
     "Endast ett drag" variant, 10.3.2; the tests use it to check single rules). ``captures_keep``
     (not in the thesis): the strikes sorted out get the best score of the moves scored instead of 0,
@@ -340,6 +468,8 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
     st2.miner_pull = miner_pull
     st.guard = guard
     st2.guard = guard
+    st.home = home
+    st2.home = home
     p.side = side
     _prepare(p, &st, side)
     for i in range(n):
@@ -430,13 +560,14 @@ cdef int _load_moves(Position pos, int side, object moves, int* buf) except -1:
 
 def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_suspicion=None,
                         bint lookahead=True, double hunt=0.0, bint captures_keep=False,
-                        double miner_pull=1.0, double guard=0.0):
+                        double miner_pull=1.0, double guard=0.0, double home=0.0):
     """``strategic_scores`` on a ``Position``; the probability lists are indexed by piece id.
     ``flag_suspicion`` None: counted by the thesis's rule (``flag_suspicions_py``).
     ``lookahead`` False: each move's own score only. ``hunt``: the endgame hunt's force (0: off).
     ``captures_keep``: the captures sorted out get the best score of the others (not in the thesis).
     ``miner_pull``: the factor on rules 3 and 5 (not in the thesis; 1: as written). ``guard``: the
-    pull towards a known opponent miner within GUARD_RADIUS steps of our flag (not in the thesis)."""
+    pull towards a known opponent miner within GUARD_RADIUS steps of our flag (not in the thesis).
+    ``home``: the home guard's force (not in the thesis; 0: off)."""
     cdef double pf[MAX_PIECES]
     cdef double pb[MAX_PIECES]
     cdef double fs[MAX_PIECES]
@@ -452,7 +583,8 @@ def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_susp
         _fill(fs, flag_suspicion, count, "flag_suspicion")
         fs_ptr = fs
     with nogil:
-        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, hunt, captures_keep, miner_pull, guard)
+        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, hunt, captures_keep, miner_pull, guard,
+                home)
     return [out[i] for i in range(n)]
 
 

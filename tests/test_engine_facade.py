@@ -206,9 +206,11 @@ def test_only_legal_move_is_returned_at_once() -> None:
 def test_builtin_profiles() -> None:
     assert list(BUILTIN_ENGINE_SETTINGS) == PROFILES
     perspecto = BUILTIN_ENGINE_SETTINGS["perspecto"]
-    # The model's defaults, but for the flag defence and the miners' weaker pull, which only the full
-    # Perspecto has, and a search thread for every core.
-    assert perspecto == EngineSettings(flag_area=3, own_flag_value=1000.0, miner_pull=0.15, threads=0)
+    # The model's defaults, but for the flag defence, the miners' weaker pull and the raid defence,
+    # which only the full Perspecto has, and a search thread for every core.
+    assert perspecto == EngineSettings(flag_area=3, own_flag_value=1000.0, miner_pull=0.15, raider_radius=3,
+                                       home_guard=64.0, miner_guard=64.0, hunt_movers=5, endgame_miner_pull=1.0,
+                                       threads=0)
     assert (perspecto.max_depth, perspecto.local_radius, perspecto.average_margin) == (9, 2, 3.0)
     assert perspecto.strategic and perspecto.psychology and perspecto.variable_depth
     pemm = BUILTIN_ENGINE_SETTINGS["pemm"]
@@ -220,6 +222,7 @@ def test_builtin_profiles() -> None:
         assert (baseline.max_depth, baseline.variable_depth, baseline.advance_bonus) == (5, False, 1.0)
         assert (baseline.flag_area, baseline.own_flag_value) == (-1, None)
         assert (baseline.threads, baseline.miner_pull) == (1, 1.0)
+        assert (baseline.raider_radius, baseline.home_guard, baseline.miner_guard, baseline.hunt_movers) == (-1, 0, 0, 0)
     assert Engine("minimax").name == "minimax"
 
 
@@ -327,18 +330,39 @@ def test_captures_keep_the_strategic_score(keep: bool, captures: bool) -> None:
 
 
 
-@pytest.mark.parametrize("miner_pull", [1.0, 0.0])
-def test_the_engine_passes_miner_pull_to_the_strategic_search(miner_pull: float) -> None:
-    # Our lone miner and their unmoved pieces far away: rules 3 and 5 pull it forward; with
-    # ``miner_pull`` 0 only rule 4's -2 is left, which pushes it back from every unknown piece.
+def lone_miner_goes_forward(**changes: Any) -> bool:
+    """Our lone miner on E4 and their unmoved pieces far away, unknown to us: does the perspecto
+    engine with ``changes`` move the miner forward (towards them)?"""
     red = {Square.parse("A1"): Rank.FLAG, Square.parse("E4"): Rank.MINER}
     blue = {Square.parse("J10"): Rank.FLAG, Square.parse("I10"): Rank.BOMB, Square.parse("J9"): Rank.BOMB,
             Square.parse("A10"): Rank.SERGEANT}
     game = RefereedGame(RulesOptions(ruleset=CLASSIC), red, blue, validate_setups=False).view(Side.RED)
-    choice = choose(quick("perspecto", miner_pull=miner_pull, random_amplitude=0.0), game)
-    frm, to = choice.move.frm, choice.move.to
-    assert frm == Square.parse("E4")
-    assert (to.row > frm.row) == (miner_pull > 0)
+    choice = choose(quick("perspecto", random_amplitude=0.0, **changes), game)
+    assert choice.move.frm == Square.parse("E4")
+    return choice.move.to.row > choice.move.frm.row
+
+
+@pytest.mark.parametrize("miner_pull", [1.0, 0.0])
+def test_the_engine_passes_miner_pull_to_the_strategic_search(miner_pull: float) -> None:
+    # Rules 3 and 5 pull the lone miner forward; with ``miner_pull`` 0 only rule 4's -2 is left,
+    # which pushes it back from every unknown piece.
+    assert lone_miner_goes_forward(miner_pull=miner_pull) == (miner_pull > 0)
+
+
+@pytest.mark.parametrize("movers", [33, 32])
+def test_the_endgame_miner_pull_takes_over_once_few_movers_are_left(movers: int) -> None:
+    # ``miner_pull`` 0 (the miner backs away from the unknowns) and ``endgame_miner_pull`` 1, which
+    # applies once they have at most ``hunt_movers`` movers: their count is the ruleset's 33 (no
+    # captures), so at a threshold of 33 the miner goes forward.
+    assert lone_miner_goes_forward(miner_pull=0.0, endgame_miner_pull=1.0, hunt_movers=movers) == (movers >= 33)
+
+
+def known_scene(red: dict[Square, Rank], blue: dict[Square, Rank]) -> tuple[Game, list[int], SearchRunner]:
+    """A classic board where both sides see everything, its legal moves and a perspecto runner."""
+    view = Game(RulesOptions(ruleset=CLASSIC), red, blue, validate_setups=False)
+    runner = SearchRunner(view.position, int(Side.RED), initial_counts(view),
+                          search_params(builtin_settings("perspecto")))
+    return view, view.legal_codes(), runner
 
 
 def test_the_guard_sends_a_piece_after_a_known_miner_near_our_flag() -> None:
@@ -346,10 +370,7 @@ def test_the_guard_sends_a_piece_after_a_known_miner_near_our_flag() -> None:
     # sergeant towards a known piece: only the guard (``miner_guard``) sends it towards the miner.
     red = {Square.parse("A1"): Rank.FLAG, Square.parse("J5"): Rank.SERGEANT}
     blue = {Square.parse("J10"): Rank.FLAG, Square.parse("I10"): Rank.BOMB, Square.parse("E2"): Rank.MINER}
-    view = Game(RulesOptions(ruleset=CLASSIC), red, blue, validate_setups=False)  # everything known
-    legal = view.legal_codes()
-    runner = SearchRunner(view.position, int(Side.RED), initial_counts(view),
-                          search_params(builtin_settings("perspecto")))
+    view, legal, runner = known_scene(red, blue)
     assert not any(runner.strategic(legal))
     assert max(runner.strategic(legal, 0.0, False, 1.0, 64.0)) > 0
     choice = choose(quick("perspecto", miner_guard=64.0, random_amplitude=0.0), view)
@@ -359,6 +380,26 @@ def test_the_guard_sends_a_piece_after_a_known_miner_near_our_flag() -> None:
         return abs(sq.col - miner.col) + abs(sq.row - miner.row)
 
     assert choice.move.frm == Square.parse("J5") and steps(choice.move.to) < steps(choice.move.frm)
+
+
+@pytest.mark.parametrize("home", [0.0, 64.0])
+def test_the_home_guard_brings_our_nearest_sergeant_to_major_back_to_our_flag(home: float) -> None:
+    # Our only sergeant to major is a lieutenant on D4; our flag on A1 has no bomb beside it, so its
+    # station is B1, next to it. Their pieces are known and far. Appendix 1 pulls a lieutenant towards
+    # unknown pieces only, so without the home guard nothing pulls it; with it (``home_guard``) the
+    # lieutenant steps back towards the station.
+    red = {Square.parse("A1"): Rank.FLAG, Square.parse("D4"): Rank.LIEUTENANT}
+    blue = {Square.parse("J10"): Rank.FLAG, Square.parse("I10"): Rank.BOMB, Square.parse("A10"): Rank.SCOUT}
+    view, legal, runner = known_scene(red, blue)
+    scores = runner.strategic(legal, home=home)
+    by_move = {view.move_of(code): score for code, score in zip(legal, scores, strict=True)}
+    back = [Move.parse("D4-C4"), Move.parse("D4-D3")]
+    away = [Move.parse("D4-E4")]  # (D5 is a lake)
+    assert all((by_move[m] > 0) == (home > 0) for m in back)
+    assert all(by_move[a] < min(by_move[b] for b in back) for a in away) == (home > 0)
+    if home:
+        choice = choose(quick("perspecto", home_guard=home, random_amplitude=0.0), view)
+        assert choice.move in back
 
 
 def test_the_hunt_sends_our_pieces_after_the_last_known_movers() -> None:
@@ -381,7 +422,8 @@ def test_the_hunt_sends_our_pieces_after_the_last_known_movers() -> None:
     best = moves[max(range(len(legal)), key=hunting.__getitem__)]
     assert best in (Move.parse("E1-E2"), Move.parse("E1-D1"))   # towards A8
     for movers, hunted in ((33, True), (32, False)):
-        choice = choose(quick("perspecto", hunt_movers=movers, random_amplitude=0.0), view)
+        # (The home guard off: it would pull the lieutenant to our flag's side.)
+        choice = choose(quick("perspecto", hunt_movers=movers, home_guard=0.0, random_amplitude=0.0), view)
         assert any(reason.startswith("strategic score +") for reason in choice.reasons) == hunted
         if hunted:
             assert choice.move in (Move.parse("E1-E2"), Move.parse("E1-D1"))

@@ -48,12 +48,12 @@ def probs(pos: Position, **by_square: tuple[float, float]) -> tuple[list[float],
 
 def own_score(pos: Position, frm: tuple[int, int], step: tuple[int, int],
               pf: list[float] | None = None, pb: list[float] | None = None, dist: int = 1,
-              hunt: float = 0.0, miner_pull: float = 1.0, guard: float = 0.0) -> float:
+              hunt: float = 0.0, miner_pull: float = 1.0, guard: float = 0.0, home: float = 0.0) -> float:
     """One move's own score (no lookahead), checked against the reference on the way."""
     if pf is None or pb is None:
         pf, pb = probs(pos)
     m = [move(pos, frm, step, dist)]
-    options = {"hunt": hunt, "miner_pull": miner_pull, "guard": guard}
+    options = {"hunt": hunt, "miner_pull": miner_pull, "guard": guard, "home": home}
     got = strategic_scores_py(pos, pos.side, pf, pb, m, lookahead=False, **options)[0]
     slow = ref.strategic_scores(pos, pos.side, pf, pb, m, lookahead=False, **options)[0]
     assert got == pytest.approx(slow, abs=1e-9)
@@ -170,6 +170,48 @@ def test_the_guard_pulls_towards_a_known_miner_near_our_flag(own: Rank, miner_ro
     assert own_score(pos, (4, 1), UP, guard=64.0) == pytest.approx(with_guard)
     unknown = board([(5, 1, RED, Rank.FLAG), (4, 1, RED, own), (4, miner_row, BLUE, UNKNOWN)])
     assert own_score(unknown, (4, 1), UP, guard=64.0) == own_score(unknown, (4, 1), UP)
+
+
+def test_the_home_guards_hold_the_stations_next_to_the_bombs_by_our_flag() -> None:
+    # Not in the thesis (``home``): our flag on F1 (5, 0) behind bombs on E1, G1 and F2 (the gates);
+    # their known scout, which pulls no sergeant, far off; one opponent piece, so t = 1.
+    fort = [(5, 0, RED, Rank.FLAG), (4, 0, RED, Rank.BOMB), (6, 0, RED, Rank.BOMB), (5, 1, RED, Rank.BOMB),
+            (0, 9, BLUE, Rank.SCOUT)]
+    # E2 is next to two gates (E1, F2), as is G2; a sergeant 4 steps above E2 (6 from G2) guards E2
+    # and is pulled down with 16 / 4.
+    far = board([*fort, (4, 5, RED, Rank.SERGEANT)])
+    assert own_score(far, (4, 5), DOWN) == 0.0
+    assert own_score(far, (4, 5), DOWN, home=16.0) == pytest.approx(16.0 / 4)
+    assert own_score(far, (4, 5), UP, home=16.0) == pytest.approx(-16.0 / 4)
+    # On its station it feels no pull, and leaving costs twice the pull at the shortest distance.
+    held = board([*fort, (4, 1, RED, Rank.SERGEANT)])
+    assert own_score(held, (4, 1), UP, home=16.0) == pytest.approx(-2 * 16.0 / 4)
+    assert own_score(held, (4, 1), LEFT, home=16.0) == pytest.approx(-2 * 16.0 / 4)
+    # The gate left uncovered (G1) gets the second station, H1 (the lower of H1 and G2), and the
+    # nearest sergeant to major left: the major on I4, pulled along (-1, -3) with 16 / 4. A colonel
+    # nearer still is no guard.
+    two = board([*fort, (4, 1, RED, Rank.SERGEANT), (8, 3, RED, Rank.MAJOR), (7, 1, RED, Rank.COLONEL)])
+    assert own_score(two, (8, 3), DOWN, home=16.0) == pytest.approx(
+        own_score(two, (8, 3), DOWN) + 16.0 / 4 * 3 / math.sqrt(10))
+    assert own_score(two, (7, 1), DOWN, home=16.0) == own_score(two, (7, 1), DOWN)
+    # Between stations next to as many gates, the one with the nearer guard: from H4 that is G2.
+    near_g2 = board([*fort, (7, 3, RED, Rank.SERGEANT)])
+    assert own_score(near_g2, (7, 3), DOWN, home=16.0) == pytest.approx(16.0 / 4 * 2 / math.sqrt(5))
+    # With no sergeant to major left, a colonel guards.
+    reserve = board([*fort, (4, 5, RED, Rank.COLONEL)])
+    assert own_score(reserve, (4, 5), DOWN, home=16.0) == pytest.approx(
+        own_score(reserve, (4, 5), DOWN) + 16.0 / 4)
+    # A corner flag's two bombs share one station (B2): one guard, the second sergeant is free.
+    corner = board([(0, 0, RED, Rank.FLAG), (1, 0, RED, Rank.BOMB), (0, 1, RED, Rank.BOMB),
+                    (1, 4, RED, Rank.SERGEANT), (5, 5, RED, Rank.SERGEANT), (0, 9, BLUE, Rank.SCOUT)])
+    assert own_score(corner, (1, 4), DOWN, home=16.0) == pytest.approx(16.0 / 4)
+    assert own_score(corner, (5, 5), DOWN, home=16.0) == 0.0
+    # With no bomb beside it the flag is its own gate: the station is the lowest square next to it.
+    bare = board([(5, 0, RED, Rank.FLAG), (4, 4, RED, Rank.SERGEANT), (0, 9, BLUE, Rank.SCOUT)])
+    assert own_score(bare, (4, 4), DOWN, home=16.0) == pytest.approx(16.0 / 4)
+    # Without a flag on the board there is nothing to guard.
+    flagless = board([(5, 4, RED, Rank.SERGEANT), (0, 9, BLUE, Rank.SCOUT)])
+    assert own_score(flagless, (5, 4), DOWN, home=16.0) == 0.0
 
 
 def test_the_rule_table_has_the_21_rules_of_appendix_1() -> None:
@@ -515,5 +557,9 @@ def test_compiled_equals_reference(seed: int, plies: int, hide: float, classic: 
     # And with the miner's pulls scaled.
     fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, miner_pull=0.4, guard=64.0)
     slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, miner_pull=0.4, guard=64.0)
+    assert fast == pytest.approx(slow, abs=1e-9)
+    # And with the home guard.
+    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, home=16.0)
+    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, home=16.0)
     assert fast == pytest.approx(slow, abs=1e-9)
     assert flag_suspicions_py(pos, pos.side) == ref.flag_suspicions(pos, pos.side)
