@@ -4,7 +4,7 @@ p-e-minimax models the opponent's unseen piece as the average of its pool, in ou
 opponent's view alike. A piece that has walked up to the bombs beside our flag is no average piece:
 the opponent knows it is a miner and is about to take a bomb and then the flag. Averaged, the piece is
 most likely no miner, the bomb most likely kills it, and so the opponent's view never plays the raid
-and our search never answers it (docs/engine.md, *Raiders*). Searched as a miner, the raid is in
+and our search never answers it (docs/engine.md, *Raids*). Searched as a miner, the raid is in
 both views, and the search takes the raider or covers the bomb while a defender is near.
 
 Once a move, in the facade: the position handed to the search gets the suspects' ranks set, as if
