@@ -222,7 +222,8 @@ def test_builtin_profiles() -> None:
         assert (baseline.max_depth, baseline.variable_depth, baseline.advance_bonus) == (5, False, 1.0)
         assert (baseline.flag_area, baseline.own_flag_value) == (-1, None)
         assert (baseline.threads, baseline.miner_pull) == (1, 1.0)
-        assert (baseline.raider_radius, baseline.home_guard, baseline.miner_guard, baseline.hunt_movers) == (-1, 0, 0, 0)
+        raid_defence = (baseline.raider_radius, baseline.home_guard, baseline.miner_guard, baseline.hunt_movers)
+        assert raid_defence == (-1, 0, 0, 0)
     assert Engine("minimax").name == "minimax"
 
 
