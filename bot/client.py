@@ -70,6 +70,8 @@ T = TypeVar("T")
 
 # Seconds an outside program (engine = "ucc") has for its last echo and QUIT at the end of a game.
 _PROGRAM_QUIT_TIME = 5.0
+# Game ids whose gameOver was taken, kept to recognise a repeated one (the oldest are forgotten first).
+_FINISHED_GAMES_KEPT = 1000
 
 
 class Phase(enum.Enum):
@@ -185,6 +187,7 @@ class BotClient:
         select_profile: Callable[[str | None], BotProfile] | None = None,
         seed: int | None = None,
         memory: OpponentMemory | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.profile = profile
         self.select_profile = select_profile
@@ -193,8 +196,10 @@ class BotClient:
         self._rng = random.Random(self._seed)
         self.goodbye: asyncio.Event = asyncio.Event()
         self.goodbye_reason: str | None = None
-        self.results: list[GameOverParams] = []
-        self.fallback_moves = 0  # moves the engine did not deliver in time or legally
+        self.results: list[GameOverParams] = []  # one per finished game, a repeated gameOver not again
+        self.fallback_moves_total = 0  # the process's fallback moves, over all its games
+        self._finished_games: dict[str, None] = {}  # game ids, oldest first
+        self._clock = clock  # the move deadlines' clock (tests give a fake one)
         self._worker: EngineWorker | None = None  # started with the first engine call
         self.replaying = False  # set by bot/journal.py while it replays a game's calls after a restart
         self._reset_game()
@@ -212,6 +217,7 @@ class BotClient:
         self.pending_move: Move | None = None  # sent in answer to getAIMove, result not yet reported
         self.setup_name: str | None = None
         self._rejected_setup: dict[Square, Rank] | None = None  # the setup the host refused, if it did
+        self.fallback_moves = 0  # this game's moves the engine did not deliver in time or legally
 
     def close(self) -> None:
         """Let the engine thread go (the client is done)."""
@@ -397,7 +403,7 @@ class BotClient:
             raise errors.OutOfOrder(f"getAIMove on {game.side_to_move}'s turn; this bot plays {self.colour}")
         if ply != game.ply:
             raise errors.OutOfOrder(f"getAIMove for ply {ply}, but this bot's game is at ply {game.ply}")
-        legal = game.legal_moves()
+        legal = game.sendable_moves()  # legal under both readings of a repeated position
         if not legal:
             raise errors.NoLegalMove(f"{self.colour} has no legal move at ply {game.ply}")
         move = await self._engine_move(game, legal)
@@ -416,9 +422,9 @@ class BotClient:
 
     async def _engine_move(self, game: Game, legal: list[Move]) -> Move:
         soft, hard = self._move_times()
-        budget = SearchBudget.starting_now(soft, hard)
+        budget = SearchBudget.starting_now(soft, hard, clock=self._clock)
         assert self.engine is not None
-        started = time.monotonic()
+        started = self._clock()
         thinking = asyncio.ensure_future(self._in_worker(self.engine.choose_move, game.copy(), budget))
         reason: str
         try:
@@ -446,9 +452,10 @@ class BotClient:
         finally:
             budget.stop.set()
         self.fallback_moves += 1
+        self.fallback_moves_total += 1
         fallback = self._rng.choice(legal)
         log.warning("bot.fallback_move", reason=reason, move=str(fallback), ply=game.ply,
-                    seconds=round(time.monotonic() - started, 3))
+                    seconds=round(self._clock() - started, 3))
         return fallback
 
     def _own_move_result(self, report: MoveReport) -> Ack:
@@ -480,7 +487,19 @@ class BotClient:
             log.error("bot.outcome_mismatch", move=str(move), reported=report.outcome,
                       computed=played.outcome)
 
+    def game_finished(self, game_id: str) -> bool:
+        """Whether this game's gameOver was taken already (a repeated one changes nothing)."""
+        return game_id in self._finished_games
+
     async def _game_over(self, params: GameOverParams) -> None:
+        # At least once delivery (a host that sends it again after a resume, a transport that repeats it)
+        # must not count, learn from or log a game twice, nor end the game that follows it.
+        if self.game_finished(params.game_id):
+            log.info("bot.game_over_repeated", game=params.game_id)
+            return
+        self._finished_games[params.game_id] = None
+        if len(self._finished_games) > _FINISHED_GAMES_KEPT:
+            del self._finished_games[next(iter(self._finished_games))]
         self.results.append(params)
         won = None if params.winner is None else params.winner == self.colour
         if isinstance(self.engine, ProgramEngine):
@@ -491,8 +510,8 @@ class BotClient:
                 log.warning("bot.program_finish_failed", error=repr(exc))
         self.memory.record(self.options.opponent, won=won, reason=params.reason, setup=self.setup_name,
                            plies=params.plies, engine=self.engine, game_id=params.game_id)
-        log.info("bot.game_over", game=params.game_id, winner=str(params.winner), reason=params.reason,
-                 plies=params.plies, won=won, fallback_moves=self.fallback_moves)
+        log.info("bot.game_over", game=params.game_id, winner=None if params.winner is None else str(params.winner),
+                 reason=params.reason, plies=params.plies, won=won, fallback_moves=self.fallback_moves)
         self._reset_game()
 
     # --- resume: bot/journal.py replays a game's calls after a restart -----------------------------------

@@ -11,8 +11,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
-from bot.engine_interface import ENGINES, ENGINES_NEEDING_PARAMS, EngineConfigError, MoveEngine, create_engine
+from bot.engine_interface import (
+    ENGINES,
+    ENGINES_NEEDING_PARAMS,
+    SEARCH_ENGINES,
+    EngineConfigError,
+    MoveEngine,
+    create_engine,
+)
+from bot.settings import Loc, problems_text, validation_problems
 from setups.choice import SetupChoice
 
 # The tournament's limits: 15 s for any move, 5 s on average.
@@ -65,16 +74,58 @@ class BotProfile(BaseModel):
             raise ProfileError(f"profile {self.name!r}: engine_params: {exc}") from None
 
 
-def profile_from_mapping(data: Mapping[str, Any], source: str = "profile") -> BotProfile:
-    """Validate a profile from plain data; errors list each bad key with what is wrong with it."""
+def engine_params_model(engine: str) -> type[BaseModel] | None:
+    """The model an engine's ``engine_params`` must fit (None: the engine takes no parameters, or is
+    one registered later without a model the configuration knows)."""
+    if engine in SEARCH_ENGINES:
+        from engine_ext.settings import EngineSettings
+
+        return EngineSettings
+    if engine == "ucc":
+        from bot.ucc_engine import UccEngineParams  # imported here: it imports bot.engine_interface
+
+        return UccEngineParams
+    return None
+
+
+def engine_params_errors(engine: str, params: Mapping[str, Any]) -> list[ErrorDetails]:
+    """What is wrong with ``params`` for ``engine``, each error with its key path inside ``engine_params``:
+    the validation a game start makes, so that a profile that would fail there fails at load time instead
+    (the compiled engines lay the parameters over their built-in profile, engine_ext.engine.engine_factory)."""
+    try:
+        if engine in SEARCH_ENGINES:
+            from engine_ext.engine import engine_factory  # the compiled search: only for these engines
+
+            engine_factory(engine)(params, 0)
+        elif engine == "ucc":
+            from bot.ucc_engine import UccEngineParams
+
+            UccEngineParams.model_validate(dict(params))
+        else:
+            create_engine(engine, params, 0)
+    except ValidationError as exc:
+        return exc.errors(include_url=False)
+    except Exception as exc:  # EngineConfigError, a factory's own checks: no key path, but still the profile's
+        return [ErrorDetails(type="value_error", loc=(), msg=str(exc), input=dict(params))]
+    return []
+
+
+def profile_from_mapping(
+    data: Mapping[str, Any],
+    source: str = "profile",
+    *,
+    env_prefix: str | None = None,
+    env_set: Mapping[Loc, str] | None = None,
+) -> BotProfile:
+    """Validate a profile from plain data; errors list each bad key with what is wrong with it, and with
+    the environment variable that set it or could set it (``env_prefix``, ``env_set``: see
+    bot.settings.validation_problems)."""
     try:
         return BotProfile.model_validate(dict(data))
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(profile)'}: {e['msg'].removeprefix('Value error, ')}"
-            for e in exc.errors(include_url=False)
-        )
-        raise ProfileError(f"{source}: {problems}") from None
+        problems = validation_problems(exc.errors(include_url=False), source, model=BotProfile,
+                                       env_prefix=env_prefix, env_set=env_set)
+        raise ProfileError(problems_text(problems)) from None
 
 
 # Profiles that are more than "an engine with its defaults" are added here.

@@ -5,9 +5,10 @@ game after a lost connection or a restart, clean shutdown on signals, and a hear
   until the connection ends, pause (jittered) and start again; ``max_reconnects`` sessions in a row that
   fail before hello make the daemon give up (exit 1). A host that refuses the bot (version, token,
   credentials) ends it at once (exit 2): retrying would not help.
-- **Resuming** (docs/mqtt.md). The hello says ``features: ["resume"]``; a bot that comes back in the middle
-  of a game names it (``resumeGame``) and how many of its calls it handled (``resumeCalls``). At start the
-  journal of a game an earlier process left unfinished is replayed first (bot/journal.py).
+- **Resuming** (docs/mqtt.md). The hello says ``features: ["resume"]`` and its answer gives the session's
+  secret ``resumeKey``; a bot that comes back in the middle of a game names it (``resumeGame``), says how
+  many of its calls it handled (``resumeCalls``) and presents the key. At start the journal of a game an
+  earlier process left unfinished (with its key) is replayed first (bot/journal.py).
 - **Signals.** The first SIGTERM or SIGINT stops taking games: idle, the bot says goodbye and exits 0; in a
   game, it plays on for up to ``shutdown_grace`` seconds, then says goodbye after ``gameOver`` (exit 0), or
   at the end of the grace hands the game back with a goodbye (the host scores the forfeit, as the protocol
@@ -67,8 +68,10 @@ class BotDaemon:
         journal: GameJournal | None = None,
         health_path: Path | None = None,
         options: DaemonOptions | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.client = client
+        self._sleep = sleep  # times the shutdown grace (tests give one that ends when they say)
         self.hello = hello.model_copy(update={"features": [RESUME_FEATURE]})
         self.connect = connect
         self.transport = transport
@@ -217,13 +220,15 @@ class BotDaemon:
         """One connection: ``goodbye`` (the host ended it), ``refused``, ``stopped`` (a signal), ``lost``
         (after hello) or ``failed`` (before)."""
         client, handler = self.client, self.handler
-        resume_game = client.options.game_id if client.in_game else None
+        resume = handler.resume_fields(client.options.game_id if client.in_game else None)
+        resume_game = resume["resume_game"] if resume is not None else None
         hello = self.hello
-        if resume_game is not None:
-            hello = hello.model_copy(update={"resume_game": resume_game, "resume_calls": handler.calls})
-            handler.gate.clear()  # no call until we know whether the game goes on
+        if resume is not None:
+            hello = hello.model_copy(update=resume)
         else:
             handler.drop_game("abandoned")
+        # No call until the hello answer is read: whether the game goes on, and the resume key its journal keeps.
+        handler.gate.clear()
         client.goodbye, client.goodbye_reason = asyncio.Event(), None
         endpoint = Endpoint(channel, bot_codec(), handler, idle_timeout=self.options.idle_timeout)
         self._endpoint, self._channel = endpoint, channel
@@ -237,9 +242,16 @@ class BotDaemon:
             except HostRefused as exc:
                 log.error("bot.refused", error=str(exc))
                 return "refused"
+            except errors.ResumeRefused as exc:
+                # Not the key of the seat (a journal from another session): the game is lost to this bot,
+                # not the bot to the host; the next session starts afresh.
+                log.warning("bot.resume_refused", game=resume_game, error=exc.message)
+                handler.drop_game("resume refused")
+                return "failed"
             except errors.ProtocolError as exc:
                 log.warning("bot.hello_failed", error=str(exc))
                 return "failed"
+            handler.resume_key = answer.resume_key  # the same when resumed; a new session's otherwise
             if resume_game is not None:
                 if answer.resumed:
                     self.resumes += 1
@@ -267,7 +279,8 @@ class BotDaemon:
                 answer = await call_pausing_outages(endpoint, "hello", hello, self.options.hello_timeout)
             except errors.InvalidParams:
                 # A host without the resume extension refuses the fields it does not know: a plain hello.
-                plain = hello.model_copy(update={"features": None, "resume_game": None, "resume_calls": None})
+                plain = hello.model_copy(update={"features": None, "resume_game": None, "resume_calls": None,
+                                                 "resume_key": None})
                 if plain == hello:
                     raise
                 answer = await call_pausing_outages(endpoint, "hello", plain, self.options.hello_timeout)
@@ -299,12 +312,13 @@ class BotDaemon:
             self.handler.game_over.clear()
             over = asyncio.create_task(self.handler.game_over.wait())
             goodbye = asyncio.create_task(self.client.goodbye.wait())
+            grace = asyncio.ensure_future(self._sleep(self.options.shutdown_grace))
             try:
-                await asyncio.wait({over, goodbye, serving}, timeout=self.options.shutdown_grace,
-                                   return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({over, goodbye, serving, grace}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 over.cancel()
                 goodbye.cancel()
+                grace.cancel()
             if self.client.goodbye.is_set():
                 return "goodbye"
             if serving.done():
@@ -336,6 +350,7 @@ class BotDaemon:
             "transport": self.transport,
             "peer": channel.peer if channel is not None else None,
             "games": len(self.client.results),
+            "fallback_moves": self.client.fallback_moves_total,
             "resumes": self.resumes,
             "stopping": self._signal is not None,
         }

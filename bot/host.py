@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import re
+import secrets
 import time
 import uuid
 from collections import Counter
@@ -61,6 +62,11 @@ log = structlog.get_logger()
 
 # The tournament's table.
 SCORE_WIN, SCORE_DRAW, SCORE_LOSS, SCORE_FORFEIT = 6, 3, 1, 0
+# A game the host stopped before it was over (``perspecto host`` shutting down): recorded with its moves so
+# far, scored for nobody.
+ADJOURNED = "adjourned"
+# A game that never started because a bot said goodbye before it: not a game, so neither scored nor recorded.
+VOID = "void"
 
 
 class HostSettings(BaseModel):
@@ -116,6 +122,9 @@ class BotSession:
     busy: bool = False  # playing (or reserved for) a game
     features: frozenset[str] = frozenset()  # what the bot's hello said it can do
     left: bool = False  # the bot said goodbye: it will not come back
+    # The secret a resume of this session's games must present (docs/mqtt.md, resume): sent in the hello
+    # answer to this connection alone, and only to a bot that can resume; None: its games cannot be resumed.
+    resume_key: str | None = None
     # Notified when a resumed connection replaces ``endpoint`` (the game waiting for it goes on).
     reattached: asyncio.Condition = field(default_factory=asyncio.Condition)
 
@@ -146,7 +155,17 @@ class GameResult:
     record: GameRecord | None = None
     record_path: Path | None = None
 
+    @property
+    def adjourned(self) -> bool:
+        return self.reason == ADJOURNED
+
+    @property
+    def void(self) -> bool:
+        return self.reason == VOID
+
     def score(self, side: Side) -> int:
+        if self.adjourned or self.void:
+            return 0  # not played out: no points for either side
         if side in self.forfeits:
             return SCORE_FORFEIT
         if self.winner is None:
@@ -154,7 +173,9 @@ class GameResult:
         return SCORE_WIN if self.winner == side else SCORE_LOSS
 
     def outcome_for(self, side: Side) -> str:
-        """``win``, ``draw``, ``loss`` or ``forfeit``."""
+        """``win``, ``draw``, ``loss``, ``forfeit``, ``adjourned`` or ``void``."""
+        if self.adjourned or self.void:
+            return self.reason
         if side in self.forfeits:
             return "forfeit"
         if self.winner is None:
@@ -162,8 +183,10 @@ class GameResult:
         return "win" if self.winner == side else "loss"
 
     def summary(self) -> str:
-        who = "draw" if self.winner is None else f"{self.names[self.winner]} ({self.winner}) wins"
         more = f": {self.detail}" if self.detail else ""
+        if self.adjourned or self.void:
+            return f"{self.game_id}: {self.reason} after {self.plies} plies{more}"
+        who = "draw" if self.winner is None else f"{self.names[self.winner]} ({self.winner}) wins"
         return f"{self.game_id}: {who} by {self.reason} after {self.plies} plies{more}"
 
 
@@ -175,13 +198,14 @@ class Tally:
     draws: int = 0
     losses: int = 0
     forfeits: int = 0
+    adjourned: int = 0  # stopped unfinished by the host: counted, not scored
     score: int = 0
     think_seconds: float = 0.0
     moves: int = 0
 
     @property
     def games(self) -> int:
-        return self.wins + self.draws + self.losses + self.forfeits
+        return self.wins + self.draws + self.losses + self.forfeits + self.adjourned
 
     def add(self, result: GameResult, side: Side) -> None:
         outcome = result.outcome_for(side)
@@ -189,6 +213,7 @@ class Tally:
         self.draws += outcome == "draw"
         self.losses += outcome == "loss"
         self.forfeits += outcome == "forfeit"
+        self.adjourned += outcome == ADJOURNED
         self.score += result.score(side)
         self.think_seconds += result.think_seconds.get(side, 0.0)
         # Red moves first: it has made the odd ply when the count is odd.
@@ -196,9 +221,11 @@ class Tally:
 
 
 def standings(results: Iterable[GameResult]) -> dict[str, Tally]:
-    """Tallies by bot name, best score first."""
+    """Tallies by bot name, best score first (void games, which never started, are not in them)."""
     tallies: dict[str, Tally] = {}
     for result in results:
+        if result.void:
+            continue
         for side, name in result.names.items():
             tallies.setdefault(name, Tally()).add(result, side)
     return dict(sorted(tallies.items(), key=lambda item: -item[1].score))
@@ -277,30 +304,40 @@ class _Greeter:
             self.answered.set()
             raise
         if params.resume_game is not None:
-            resumed = await self.host._resume(params, self.endpoint)
+            try:
+                resumed = await self.host._resume(params, self.endpoint)
+            except errors.ResumeRefused:
+                self.answered.set()
+                raise
             if resumed is not None:
                 self.session, calls = resumed
                 log.info("host.resumed", peer=self.peer, bot=params.name, game=params.resume_game,
                          session=self.session.id, calls=calls)
                 self.answered.set()
                 return HelloResult(host="perspecto-host", version=__version__, protocol=PROTOCOL_VERSION,
-                                   session=self.session.id, resumed=True, resume_calls=calls)
+                                   session=self.session.id, resumed=True, resume_calls=calls,
+                                   resume_key=self.session.resume_key)
+        features = frozenset(params.features or ())
         self.session = BotSession(
             id=uuid.uuid4().hex[:12], name=params.name, version=params.version, token=params.token,
-            endpoint=self.endpoint, features=frozenset(params.features or ()),
+            endpoint=self.endpoint, features=features,
+            resume_key=secrets.token_urlsafe(32) if RESUME_FEATURE in features else None,
         )
         self.host._register(self.session)
         log.info("host.hello", peer=self.peer, bot=params.name, version=params.version,
                  session=self.session.id)
         self.answered.set()
         return HelloResult(host="perspecto-host", version=__version__, protocol=PROTOCOL_VERSION,
-                           session=self.session.id, resumed=False if params.resume_game is not None else None)
+                           session=self.session.id, resumed=False if params.resume_game is not None else None,
+                           resume_key=self.session.resume_key)
 
     async def handle_notification(self, method: str, params: BaseModel) -> None:
         if isinstance(params, GoodbyeParams) and self.endpoint is not None:
             log.info("host.bot_goodbye", peer=self.peer, reason=params.reason)
             if self.session is not None:
                 self.session.left = True  # a bot leaving in a game forfeits it: nobody waits for it
+                async with self.session.reattached:
+                    self.session.reattached.notify_all()  # a game waiting for it to resume stops waiting
             await self.endpoint.close("the bot said goodbye")
 
 
@@ -316,6 +353,7 @@ class Host:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._mqtt: MqttHostListener | None = None
         self._live: dict[str, _Referee] = {}  # games in progress, by game id (for resuming bots)
+        self._stopping = False  # stop_pairing was called: no new games
         if self.settings.ruleset not in RULESETS:
             raise ValueError(f"unknown ruleset {self.settings.ruleset!r} (known: {', '.join(RULESETS)})")
 
@@ -344,11 +382,25 @@ class Host:
         assert self._server is not None, "the host is not started"
         return int(self._server.sockets[0].getsockname()[1])
 
-    async def close(self, reason: str = "the host is shutting down") -> None:
+    @property
+    def run_id(self) -> str:
+        """This host's run: the first part of its game ids."""
+        return self._run_id
+
+    async def close(self, reason: str = "the host is shutting down", *, linger: float = 0.0) -> None:
+        """Say goodbye to every bot and stop serving. ``linger``: seconds to let the bots hang up first, so
+        that a bot still busy with a call reads the goodbye instead of finding its connection gone (and
+        retrying a host that has left)."""
         if self._server is not None:
             self._server.close()
-        for session in list(self.sessions.values()):
+        sessions = list(self.sessions.values())
+        for session in sessions:
             await session.goodbye(reason)
+        if linger > 0 and sessions:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(linger):
+                    await asyncio.gather(*(s.endpoint.wait_closed() for s in sessions))
+        for session in sessions:
             await session.endpoint.close(reason)
         for task in list(self._tasks):
             task.cancel()
@@ -438,6 +490,26 @@ class Host:
         session.busy = False
         self._spawn(self._notify_change())
 
+    # --- stopping ------------------------------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    def stop_pairing(self) -> None:
+        """Start no new game: ``serve_lobby`` returns once the games it is playing are over."""
+        self._stopping = True
+        log.info("host.stop_pairing", games_in_progress=len(self._live))
+        self._spawn(self._notify_change())
+
+    async def adjourn_games(self, detail: str) -> None:
+        """Stop every game in progress where it stands: each ends as ``adjourned`` (recorded with its moves
+        so far, scored for nobody) and its ``play_game`` returns."""
+        referees = list(self._live.values())
+        for referee in referees:
+            referee.adjourn(detail)
+        await asyncio.gather(*(referee.wait_over() for referee in referees))
+
     # --- the lobby: pairs whatever bots connect ----------------------------------------------------------
 
     async def serve_lobby(
@@ -448,29 +520,36 @@ class Host:
         on_result: Callable[[GameResult], None] | None = None,
     ) -> list[GameResult]:
         """Pair free bots (those that met least often first), play ``games_per_pairing`` games with
-        colours alternating, then free them again; stop after ``max_games`` games."""
+        colours alternating, then free them again; stop after ``max_games`` games, or once ``stop_pairing``
+        is called and the games under way are over. A void game (a bot said goodbye before it started) is
+        not a result: ``on_result`` does not see it."""
         met: Counter[frozenset[str]] = Counter()
         started = 0
         pairings: set[asyncio.Task[None]] = set()
 
+        def playing(session: BotSession) -> bool:
+            return session.alive and not session.left
+
         async def pairing(a: BotSession, b: BotSession, games: int) -> None:
             try:
                 for i in range(games):
-                    if not (a.alive and b.alive):
+                    if self._stopping or not (playing(a) and playing(b)):
                         break
                     red, blue = (a, b) if i % 2 == 0 else (b, a)
                     result = await self.play_game(red, blue)
-                    if on_result is not None:
+                    if on_result is not None and not result.void:
                         on_result(result)
             finally:
                 self.release(a)
                 self.release(b)
 
         try:
-            while max_games is None or started < max_games:
+            while (max_games is None or started < max_games) and not self._stopping:
                 async with self._changed:
-                    pair = await self._changed.wait_for(lambda: self._pick_pair(met))
-                    assert pair is not None
+                    pair = await self._changed.wait_for(lambda: self._stopping or self._pick_pair(met))
+                    if self._stopping:
+                        break
+                    assert isinstance(pair, tuple)
                     a, b = pair
                     a.busy = b.busy = True
                 games = games_per_pairing
@@ -489,7 +568,8 @@ class Host:
         return self.results
 
     def _pick_pair(self, met: Counter[frozenset[str]]) -> tuple[BotSession, BotSession] | None:
-        free = sorted((s for s in self.sessions.values() if s.alive and not s.busy), key=lambda s: s.arrived)
+        free = sorted((s for s in self.sessions.values() if s.alive and not s.busy and not s.left),
+                      key=lambda s: s.arrived)
         if len(free) < 2:
             return None
         return min(
@@ -513,6 +593,9 @@ class Host:
         game_id = game_id or self.next_game_id()
         referee = _Referee(self, game_id, {Side.RED: red, Side.BLUE: blue}, on_move)
         result = await referee.run()
+        if result.void:
+            log.info("host.game_void", game=game_id, red=red.name, blue=blue.name, detail=result.detail)
+            return result
         self.results.append(result)
         log.info("host.game_over", game=game_id, red=red.name, blue=blue.name, winner=str(result.winner),
                  reason=result.reason, plies=result.plies, detail=result.detail)
@@ -543,6 +626,9 @@ class _Referee:
         self.resume_refused: dict[Side, str] = {}
         self.waited = {Side.RED: 0.0, Side.BLUE: 0.0}
         self.decided = False  # the game is over: a bot coming back to it is told it is not resumed
+        self._playing: asyncio.Task[None] | None = None  # the game's calls, cancelled to adjourn it
+        self._adjourned: str | None = None  # why the host adjourned the game, once it has
+        self._over = asyncio.Event()  # run() has returned
         self.record = GameRecord(
             ruleset=self.rules.ruleset.name,
             options=self.settings.record_options(),
@@ -558,23 +644,51 @@ class _Referee:
             return await self._run()
         finally:
             self.host._live.pop(self.game_id, None)
+            self._over.set()
+
+    def adjourn(self, detail: str) -> None:
+        """Stop the game where it stands (the host is shutting down): it ends as ``adjourned``."""
+        if self._adjourned is None and not self.decided:
+            self._adjourned = detail
+            if self._playing is not None:
+                self._playing.cancel()
+
+    async def wait_over(self) -> None:
+        await self._over.wait()
+
+    async def _play(self) -> None:
+        await self._both(self._set_up)
+        await self._both(self._announce_opponent_setup)
+        self.game = Game(self.rules, self.setups[Side.RED], self.setups[Side.BLUE])
+        if self.on_move is not None:
+            await self.on_move(self.game, None)
+        while self.game.result is None:
+            await self._turn(self.game)
 
     async def _run(self) -> GameResult:
         started = time.monotonic()
         forfeits: dict[Side, tuple[str, str]] = {}
+        self._playing = asyncio.ensure_future(self._play())
+        if self._adjourned is not None:  # adjourned before it began
+            self._playing.cancel()
         try:
-            await self._both(self._set_up)
-            await self._both(self._announce_opponent_setup)
-            self.game = Game(self.rules, self.setups[Side.RED], self.setups[Side.BLUE])
-            if self.on_move is not None:
-                await self.on_move(self.game, None)
-            while self.game.result is None:
-                await self._turn(self.game)
+            await self._playing
         except _Forfeit as forfeit:
             forfeits = forfeit.sides
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if self._adjourned is None or (current is not None and current.cancelling()):
+                raise  # not adjourn(): this task itself is being cancelled
         self.decided = True
         plies = self.game.ply if self.game is not None else 0
-        if forfeits:
+        left = [side for side in forfeits if self.players[side].left]
+        if self._playing.cancelled():
+            winner, reason, detail, forfeits = None, ADJOURNED, self._adjourned, {}
+        elif forfeits and self.game is None and len(left) == len(forfeits):
+            # Gone before the board was set up: that bot said goodbye to the host, not to this game.
+            gone = " and ".join(f"{self.players[side].name} ({side})" for side in left)
+            winner, reason, detail, forfeits = None, VOID, f"the game never started: {gone} said goodbye", {}
+        elif forfeits:
             winner = None if len(forfeits) == 2 else next(iter(forfeits)).other
             reason, detail = forfeits.get(Side.RED) or forfeits[Side.BLUE]
             if len(forfeits) == 2:
@@ -587,8 +701,9 @@ class _Referee:
             reason=reason, plies=plies, forfeits=frozenset(forfeits), detail=detail,
             seconds=time.monotonic() - started, think_seconds=dict(self.think),
         )
-        await self._announce_end(result)
-        self._finish_record(result)
+        await self._announce_end(result)  # the bot still here must hear of a void game too: it was set up
+        if not result.void:
+            self._finish_record(result)
         return result
 
     async def _both(self, step: Callable[[Side], Awaitable[None]]) -> None:
@@ -622,6 +737,9 @@ class _Referee:
                         detail += f" ({why})"
                     if side in self.resume_refused:
                         detail += f"; resume refused: {self.resume_refused[side]}"
+                    elif self.settings.resume_grace > 0 and self.players[side].resumable:
+                        # _resumed waited for it in vain
+                        detail += f"; it did not come back within the resume grace of {self.settings.resume_grace:g} s"
                     raise _Forfeit(side, "forfeit_crash", detail) from None
                 except (errors.RpcError, errors.BadResult):
                     self.answered[side] += 1  # an answer all the same: the bot handled the call
@@ -661,14 +779,30 @@ class _Referee:
                  waited=round(waited, 3))
         return resumed
 
+    def _seat_of(self, params: HelloParams) -> Side | None:
+        """The side whose session this hello may take over: the same name and token, and its resume key.
+        The key tells apart even a bot playing itself; every seat is compared, in constant time."""
+        presented = (params.resume_key or "").encode()
+        found = None
+        for side, session in self.players.items():
+            key = (session.resume_key or "").encode()
+            fits = secrets.compare_digest(key, presented)
+            if fits and session.resume_key is not None and session.name == params.name \
+                    and session.token == params.token:
+                found = side
+        return found
+
     async def reattach(self, params: HelloParams, endpoint: Endpoint) -> tuple[BotSession, int] | None:
-        """A bot of this game says hello again with ``resumeGame``: give its side the new connection, if its
-        count of handled calls fits ours (the same, or one more when a call was on its way)."""
-        sides = [side for side, s in self.players.items() if s.name == params.name and s.token == params.token]
-        if not sides:
-            return None
-        sides.sort(key=lambda side: self.players[side].alive)  # a bot playing itself: the one that left
-        side = sides[0]
+        """A bot of this game says hello again with ``resumeGame``: give its side the new connection, if it
+        presents that side's resume key and its count of handled calls fits ours (the same, or one more when
+        a call was on its way). Without the key it is not that bot: ResumeRefused to that connection alone,
+        and nothing here changes."""
+        side = self._seat_of(params)
+        if side is None:
+            log.warning("host.resume_key_refused", game=self.game_id, bot=params.name,
+                        peer=endpoint.channel.peer)
+            raise errors.ResumeRefused(f"resume refused: no seat in game {self.game_id} has this name and "
+                                       "resume key")
         session = self.players[side]
         if not session.resumable or self.decided:
             return None

@@ -8,9 +8,11 @@ of playing it a second time.
 ``GameJournal`` makes that survive the process: every call of the current game is one JSON line in
 ``<state>/journal/<bot-id>.jsonl`` (its params, its answer, and for ``createAISetup`` the setup drawn),
 appended and fsynced *before* the answer goes out, so the host can never have seen an answer the journal
-lacks. A new process replays the lines through a fresh client (``replay``), the setup and the moves
-restored from the journal rather than drawn or searched again, and then asks the host to resume. A
-finished game moves to ``journal/done/<game-id>.jsonl``, which is also the bot's own record of it.
+lacks. Its first line keeps the session's resume key, the secret the host gave this bot alone and wants
+back with a resume; so the file is readable by its owner only. A new process replays the lines through a
+fresh client (``replay``), the setup and the moves restored from the journal rather than drawn or searched
+again, and then asks the host to resume, presenting the key. A finished game moves to
+``journal/done/<game-id>.jsonl``, which is also the bot's own record of it.
 
 Calls are matched by their place in the game and their content, not by JSON-RPC id: ids start again on
 every connection.
@@ -108,6 +110,7 @@ class GameJournal:
         self.keep = keep  # finished games kept in done/
         self.entries: list[JournalEntry] = []
         self.open = False  # a game is being journaled
+        self.resume_key: str | None = None  # what the host wants back to resume the game (its first line)
         self._file: IO[str] | None = None
         self._lock: IO[str] | None = None
 
@@ -149,7 +152,7 @@ class GameJournal:
     def load(self) -> None:
         """Read a game an earlier process left unfinished (none: nothing open). A last line torn by a crash
         in the middle of writing it is cut off: its answer never went out."""
-        self.entries, self.open = [], False
+        self.entries, self.open, self.resume_key = [], False, None
         if not self.path.exists():
             return
         data = self.path.read_bytes()
@@ -166,16 +169,23 @@ class GameJournal:
                 if entry.n != len(self.entries) + 1:
                     raise JournalError(f"{self.path}:{number}: call {entry.n} after {len(self.entries)}")
                 self.entries.append(entry)
+            elif isinstance(line, dict) and "journal" in line:
+                key = line.get("resumeKey")
+                self.resume_key = key if isinstance(key, str) and key else None
         self.open = bool(self.entries)
 
     # --- writing --------------------------------------------------------------------------------------------
 
-    def begin(self) -> None:
-        """A new game: an unfinished one still here is archived as abandoned."""
+    def begin(self, resume_key: str | None = None) -> None:
+        """A new game, in a session whose hello answer gave ``resume_key``: an unfinished one still here is
+        archived as abandoned."""
         if self.open or self.path.exists():
             self.finish("abandoned")
-        self.entries, self.open = [], True
-        self._append({"journal": JOURNAL_FORMAT, "bot": self.bot_id, "pid": os.getpid(), "started": _now()})
+        self.entries, self.open, self.resume_key = [], True, resume_key
+        header: dict[str, Any] = {"journal": JOURNAL_FORMAT, "bot": self.bot_id, "pid": os.getpid(), "started": _now()}
+        if resume_key is not None:
+            header["resumeKey"] = resume_key
+        self._append(header)
 
     def reopen(self) -> None:
         """Go on writing a loaded game (after a restart), marking where the new process took over."""
@@ -217,7 +227,8 @@ class GameJournal:
     def _append(self, line: dict[str, Any]) -> None:
         if self._file is None:
             self.directory.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "a", encoding="utf-8")  # kept open for the game
+            # Kept open for the game; owner-only, since the first line holds the resume key.
+            self._file = open(self.path, "a", encoding="utf-8", opener=_owner_only)
         self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
         self._file.flush()
         if self.fsync:
@@ -228,6 +239,10 @@ class GameJournal:
         for path in done[: max(0, len(done) - self.keep)]:
             with contextlib.suppress(OSError):
                 path.unlink()
+
+
+def _owner_only(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)
 
 
 def read_finished(path: Path) -> tuple[list[JournalEntry], dict[str, Any] | None]:
@@ -284,15 +299,26 @@ class ResumableHandler:
         self.calls = 0  # calls of the current game handled
         self.last: JournalEntry | None = None
         self.resent_answers = 0  # calls answered again from memory after a resume
+        # The host's secret for this bot's session (the hello answer's resumeKey): a resume presents it.
+        self.resume_key: str | None = None
         self.game_over = asyncio.Event()  # set by every gameOver
         self.gate = asyncio.Event()
         self.gate.set()
         self._resend: JournalEntry | None = None
 
     def restored(self, entries: list[JournalEntry]) -> None:
-        """The calls a replayed journal holds count as handled."""
+        """The calls a replayed journal holds count as handled, and its resume key is the one to present."""
         self.calls = len(entries)
         self.last = entries[-1] if entries else None
+        if self.journal is not None:
+            self.resume_key = self.journal.resume_key
+
+    def resume_fields(self, game_id: str | None) -> dict[str, Any] | None:
+        """What a hello adds to ask to resume ``game_id`` (None: no game, or no key to present, so nothing
+        to resume: the host would refuse a resume without the key)."""
+        if game_id is None or self.resume_key is None:
+            return None
+        return {"resume_game": game_id, "resume_calls": self.calls, "resume_key": self.resume_key}
 
     def expect_resend(self, host_calls: int) -> None:
         """After ``hello`` resumed: the host saw ``host_calls`` answers; if we handled one more, its answer
@@ -319,7 +345,7 @@ class ResumableHandler:
         if method == "setGameOption" and not self.client.in_game:
             self.calls, self.last = 0, None
             if self.journal is not None:
-                self.journal.begin()
+                self.journal.begin(self.resume_key)
         try:
             answer = await self.client.handle_request(method, params)
         except errors.RpcError as exc:
@@ -333,8 +359,10 @@ class ResumableHandler:
 
     async def handle_notification(self, method: str, params: BaseModel) -> None:
         await self.gate.wait()
+        # A repeated gameOver must not close the journal, or reset the count, of the game after it.
+        repeated = isinstance(params, GameOverParams) and self.client.game_finished(params.game_id)
         await self.client.handle_notification(method, params)
-        if isinstance(params, GameOverParams):
+        if isinstance(params, GameOverParams) and not repeated:
             self.calls, self.last, self._resend = 0, None, None
             if self.journal is not None and self.journal.open:
                 self.journal.finish("over", params)

@@ -90,8 +90,8 @@ class OpponentMemory:
         self, opponent: str | None, *, won: bool | None, reason: str, setup: str | None, plies: int,
         engine: Any, game_id: str,
     ) -> None:
-        if self.store is None or not opponent:
-            return
+        if self.store is None or not opponent or reason == "void":
+            return  # a void game never started (the host's gameOver says so): nothing to learn, no result
         forfeit = reason.startswith("forfeit")
         if won is None:
             result = "draw"

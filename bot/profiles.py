@@ -15,6 +15,10 @@ Environment variables override fields of a profile file:
 ``PERSPECTO_PROFILES__<NAME>__<FIELD>[__<SUBFIELD>...]=value``, e.g.
 ``PERSPECTO_PROFILES__DEFAULT__ENGINE_PARAMS__FEAR__EST_OPP_FEAR_START=0.4``. Values are read as
 JSON when they parse as JSON (numbers, true/false, lists), else as text.
+
+``load_configuration`` is what every command that plays calls before it starts: the settings and every
+profile, validated as a game start would use them (engine parameters and setup names included), all
+problems reported together in one ``ConfigError`` (bot/cli.py exits 2 with it).
 """
 
 from __future__ import annotations
@@ -28,8 +32,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.config import BotProfile, ProfileError, builtin_profiles, default_profile_name, profile_from_mapping
+from bot.config import (
+    BotProfile,
+    ProfileError,
+    builtin_profiles,
+    default_profile_name,
+    engine_params_errors,
+    engine_params_model,
+    profile_from_mapping,
+)
+from bot.settings import (
+    ENV_DELIMITER,
+    ENV_PREFIX,
+    MAIN_FILE,
+    ConfigError,
+    DaemonSettings,
+    Loc,
+    Problem,
+    checked_config_dir,
+    env_name,
+    load_settings,
+    nearest,
+    problems_text,
+    settings_env,
+    validation_problems,
+)
+from engine_ext.rulesets import get_ruleset
 from engine_ext.settings import deep_merge
+from setups.choice import SetupChooser
 
 PROFILES_DIR = "profiles"
 PROFILE_ENV_PREFIX = "PERSPECTO_PROFILES__"
@@ -42,32 +72,65 @@ def _env_value(text: str) -> Any:
         return text
 
 
-def profile_env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
-    """``{profile name: nested field overrides}`` from ``PERSPECTO_PROFILES__...`` variables."""
+@dataclass(frozen=True)
+class _Override:
+    var: str  # the variable, as it is spelt in the environment
+    profile: str  # the profile file's stem, lower case
+    path: tuple[str, ...]  # the field's path in the profile, lower case
+    value: Any
+
+
+def _profile_env(environ: Mapping[str, str] | None) -> list[_Override]:
     environ = os.environ if environ is None else environ
-    out: dict[str, dict[str, Any]] = {}
+    out = []
     for key, value in environ.items():
         if not key.upper().startswith(PROFILE_ENV_PREFIX):
             continue
-        path = [p.lower() for p in key[len(PROFILE_ENV_PREFIX):].split("__") if p]
+        path = [p.lower() for p in key[len(PROFILE_ENV_PREFIX):].split(ENV_DELIMITER) if p]
         if len(path) < 2:
             raise ProfileError(f"{key}: name a profile and a field, like {PROFILE_ENV_PREFIX}DEFAULT__SEED")
-        node = out.setdefault(path[0], {})
-        for part in path[1:-1]:
-            node = node.setdefault(part, {})
-        node[path[-1]] = _env_value(value)
+        out.append(_Override(key, path[0], tuple(path[1:]), _env_value(value)))
     return out
 
 
-def read_profile_file(path: Path, overrides: Mapping[str, Any] | None = None) -> BotProfile:
+def profile_env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """``{profile name: nested field overrides}`` from ``PERSPECTO_PROFILES__...`` variables."""
+    out: dict[str, dict[str, Any]] = {}
+    for override in _profile_env(environ):
+        node = out.setdefault(override.profile, {})
+        for part in override.path[:-1]:
+            node = node.setdefault(part, {})
+        node[override.path[-1]] = override.value
+    return out
+
+
+def profile_env_sources(environ: Mapping[str, str] | None = None) -> dict[str, dict[Loc, str]]:
+    """``{profile name: {field path: the variable that set it}}``, to say where a bad value came from."""
+    out: dict[str, dict[Loc, str]] = {}
+    for override in _profile_env(environ):
+        out.setdefault(override.profile, {})[override.path] = override.var
+    return out
+
+
+def profile_env_prefix(stem: str) -> str:
+    """The prefix of the variables that override the profile file ``<stem>.toml``."""
+    return f"{PROFILE_ENV_PREFIX}{stem.upper()}{ENV_DELIMITER}"
+
+
+def read_profile_file(
+    path: Path, overrides: Mapping[str, Any] | None = None, env_set: Mapping[Loc, str] | None = None
+) -> BotProfile:
+    """One profile file under its environment ``overrides`` (``env_set``: the variable that set each)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"{path}: cannot read: {exc}") from None
     data.setdefault("name", path.stem)
     if overrides:
         data = deep_merge(data, overrides)
-    return profile_from_mapping(data, source=str(path))
+    return profile_from_mapping(data, source=str(path), env_prefix=profile_env_prefix(path.stem), env_set=env_set)
 
 
 @dataclass
@@ -82,13 +145,16 @@ class ProfileSet:
     ) -> ProfileSet:
         """Built-ins, then every profile file; all errors of all files are reported together."""
         overrides = profile_env_overrides(environ)
+        sources = profile_env_sources(environ)
         profiles = builtin_profiles()
         files: dict[str, Path] = {}
         problems: list[str] = []
         folder = directory / PROFILES_DIR
-        for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+        paths = sorted(folder.glob("*.toml")) if folder.is_dir() else []
+        for path in paths:
+            stem = path.stem.lower()
             try:
-                profile = read_profile_file(path, overrides.get(path.stem.lower()))
+                profile = read_profile_file(path, overrides.get(stem), sources.get(stem))
             except ProfileError as exc:
                 problems.append(str(exc))
                 continue
@@ -97,9 +163,12 @@ class ProfileSet:
                 continue
             profiles[profile.name] = profile
             files[profile.name] = path
-        unknown = sorted(set(overrides) - {n.lower() for n in files})
-        if unknown:
-            problems.append(f"environment overrides name no profile file: {', '.join(unknown)}")
+        stems = sorted(p.stem.lower() for p in paths)
+        for unknown in sorted(set(overrides) - set(stems)):
+            near = nearest(unknown, stems)
+            hint = f" (did you mean {profile_env_prefix(near)}...?)" if near else ""
+            for var in sorted(sources[unknown].values()):
+                problems.append(f"{var} (environment): names no profile file {folder / unknown}.toml{hint}")
         if problems:
             raise ProfileError("\n".join(problems))
         return cls(profiles, default, files)
@@ -130,3 +199,60 @@ class ProfileSet:
         if self.default in self.profiles:
             return self.profiles[self.default]
         return self.profiles[default_profile_name()]
+
+    def use_problems(self, environ: Mapping[str, str] | None = None) -> list[Problem]:
+        """What only shows when a profile is used, for every profile: its engine parameters (laid over the
+        engine's built-in profile, as at a game start) and its setup names."""
+        sources = profile_env_sources(environ)
+        problems: list[Problem] = []
+        for name, profile in sorted(self.profiles.items()):
+            path = self.files.get(name)
+            source = str(path) if path is not None else f"profile {name!r} (built in)"
+            env_prefix = profile_env_prefix(path.stem) if path is not None else None
+            env_set = sources.get(path.stem.lower(), {}) if path is not None else {}
+            errors = engine_params_errors(profile.engine, profile.engine_params)
+            problems += validation_problems(errors, source, model=engine_params_model(profile.engine),
+                                            loc_prefix=("engine_params",), env_prefix=env_prefix, env_set=env_set)
+            try:
+                SetupChooser(profile.setup, get_ruleset("classic"))
+            except Exception as exc:  # any failure to set up is the profile's problem
+                problems.append(Problem(source, "setup", str(exc)))
+        return problems
+
+
+def load_configuration(directory: str | Path | None = None) -> tuple[DaemonSettings, ProfileSet]:
+    """The settings and every profile, validated as the games will use them, before anything connects:
+    unknown ``PERSPECTO_*`` variables, ``perspecto.toml``, every profile file under its environment
+    overrides, their engine parameters and setup names, and the profiles the settings name. All problems
+    are reported together in one ``ConfigError`` (``ConfigDirMissing`` at once for a directory that was
+    named and is not there)."""
+    folder = checked_config_dir(directory)
+    problems: list[Problem | str] = []
+    try:
+        settings: DaemonSettings | None = load_settings(directory)
+    except ConfigError as exc:
+        problems.append(str(exc))
+        settings = None
+    default = settings.default_profile if settings is not None else "default"
+    try:
+        profiles: ProfileSet | None = ProfileSet.load(folder, default)
+    except ProfileError as exc:
+        problems.append(str(exc))
+        profiles = None
+    if profiles is not None:
+        problems += profiles.use_problems()
+    if settings is not None and profiles is not None:
+        named = {"profile": settings.profile}
+        # "default" may be left to the built-in fallback; any other default must exist.
+        if settings.default_profile != "default":
+            named["default_profile"] = settings.default_profile
+        env_set = settings_env(os.environ)[0]
+        for key, name in named.items():
+            if name and name not in profiles.profiles:
+                setter = env_set.get((key,))
+                problems.append(Problem(str(folder / MAIN_FILE), key, f"{name!r} is no profile (known: "
+                                        f"{', '.join(sorted(profiles.profiles))})", env_var=setter or
+                                        env_name(ENV_PREFIX, (key,)), from_env=setter is not None))
+    if problems or settings is None or profiles is None:
+        raise ConfigError(problems_text(problems))
+    return settings, profiles

@@ -6,7 +6,10 @@ rows sent before each of our moves are compared with that view, and a disagreeme
 the rows (see docs/ucc.md). Only protocol lines go to stdout; logs go to stderr through structlog.
 
 A reader thread feeds stdin lines into a queue, so a ``QUIT`` that arrives while the engine is thinking
-still ends the process at once.
+still ends the process at once. The referee kills its programs right after ``QUIT``, so the player keeps
+a witness process (bot/ucc_witness.py) told of the game's state and of the ``QUIT`` line, which logs the
+end should the player be killed before it does. The engine may be chosen by the opponent's name on the
+colour line (``engine_for``), as ``perspecto bot`` chooses its profile.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import structlog
 from bot.config import BotProfile
 from bot.engine_interface import MoveEngine, SearchBudget
 from bot.fallback_setup import fallback_setup
+from bot.ucc_witness import EndWitness
 from engine_ext.game import MAX_MOVE_LIMIT, Game, IllegalMove, Move, MoveResult, RulesOptions
 from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import CLASSIC, Square
@@ -56,6 +60,9 @@ RULESET = CLASSIC  # the referee plays the classic 10x10 game with 40 pieces a s
 # Its draw comes after 5000 turns, so keep our view's own move limit out of the way.
 VIEW_OPTIONS = RulesOptions(ruleset=RULESET, move_limit=MAX_MOVE_LIMIT)
 _RELAXED_OPTIONS = RulesOptions(ruleset=RULESET, two_squares=None, more_squares=False, move_limit=MAX_MOVE_LIMIT)
+
+# An engine chosen for the opponent: the engine, its soft and hard seconds, the profile's name.
+ChosenEngine = tuple[MoveEngine, tuple[float, float], str]
 
 _EXPECTED_OUTCOME = {None: OutcomeKind.OK, "x": OutcomeKind.KILLS, "o": OutcomeKind.DIES, "xo": OutcomeKind.BOTHDIE}
 
@@ -97,8 +104,9 @@ def choose_setup(side: Side, rng: random.Random) -> dict[Square, Rank]:
         return fallback_setup(RULESET, side, rng)
 
 
-def _read_lines(fd: int, sink: queue.Queue[tuple[str, object]]) -> None:
-    """Reader thread: raw reads on the descriptor (no buffered-file lock a daemon thread could hold at exit)."""
+def _read_lines(fd: int, sink: queue.Queue[tuple[str, object]], on_quit: Callable[[str], None] | None = None) -> None:
+    """Reader thread: raw reads on the descriptor (no buffered-file lock a daemon thread could hold at exit).
+    ``on_quit`` hears a QUIT line at once, before the game loop does (the referee kills right after it)."""
     pending = b""
     while True:
         try:
@@ -110,7 +118,10 @@ def _read_lines(fd: int, sink: queue.Queue[tuple[str, object]]) -> None:
         pending += chunk
         while b"\n" in pending:
             raw, pending = pending.split(b"\n", 1)
-            sink.put(("line", raw.decode("utf-8", "replace").rstrip("\r")))
+            line = raw.decode("utf-8", "replace").rstrip("\r")
+            if on_quit is not None and line.lstrip().upper().startswith("QUIT"):
+                on_quit(line)
+            sink.put(("line", line))
     if pending.strip():
         sink.put(("line", pending.decode("utf-8", "replace").rstrip("\r")))
     sink.put(("eof", None))
@@ -128,8 +139,12 @@ class UccPlayer:
         seed: int | None = None,
         setup: Callable[[Side, random.Random], Mapping[Square, Rank]] = choose_setup,
         profile_name: str = "",
+        witness: EndWitness | None = None,
+        engine_for: Callable[[str], ChosenEngine | None] | None = None,
     ) -> None:
         self.engine = engine
+        self.witness = witness  # logs the end of the game if the referee kills us before we do
+        self._engine_for = engine_for  # another engine for the opponent the colour line names, or None
         self.soft, self.hard = times or (move_time / 2, move_time * 0.85)
         self._rng = random.Random(seed)
         self._setup = setup
@@ -151,8 +166,16 @@ class UccPlayer:
     def run(self, in_fd: int, out: TextIO) -> int:
         """Serve the referee until QUIT (0), end of input (0) or a fatal protocol error (1)."""
         self._out = out
-        reader = threading.Thread(target=_read_lines, args=(in_fd, self._lines), name="ucc-stdin", daemon=True)
+        on_quit = self.witness.quit if self.witness is not None else None
+        reader = threading.Thread(target=_read_lines, args=(in_fd, self._lines, on_quit), name="ucc-stdin",
+                                  daemon=True)
         reader.start()
+        code = self._serve()  # an exception leaves the last word to the witness
+        if self.witness is not None:
+            self.witness.done()  # every way out of _serve has logged the end
+        return code
+
+    def _serve(self) -> int:
         try:
             while True:
                 line = self._next_line()
@@ -166,10 +189,21 @@ class UccPlayer:
                 except UccProtocolError as exc:
                     log.error("ucc.bad_line", line=line, error=str(exc), phase=self.phase.value)
                     return 1
-                for answer in self._handle(event):
+                answers = self._handle(event)
+                self._tell_witness()  # before the answers: the referee may act on them and kill us at once
+                for answer in answers:
                     self._send(answer)
         except _Stop as stop:
             return stop.code
+
+    def _tell_witness(self) -> None:
+        if self.witness is None:
+            return
+        self.witness.state({
+            "colour": None if self.colour is None else str(self.colour), "opponent": self.opponent,
+            "profile": self.profile_name, "phase": self.phase.value,
+            "ply": self.game.ply if self.game is not None else 0, **self.stats,
+        })
 
     def _next_line(self) -> str | None:
         if self._backlog:
@@ -197,6 +231,8 @@ class UccPlayer:
     def _handle(self, event: RefereeEvent) -> list[str]:
         if isinstance(event, QuitLine):
             log.info("ucc.quit", result=event.result, phase=self.phase.value, **self.stats)
+            if self.witness is not None:
+                self.witness.done()  # at once: the referee's SIGKILL follows its QUIT closely
             raise _Stop(0)
         if isinstance(event, ColourLine):
             return self._on_colour(event)
@@ -218,6 +254,7 @@ class UccPlayer:
         if (event.width, event.height) != (RULESET.width, RULESET.height):
             self._fatal(f"a {event.width}x{event.height} board; only {RULESET.width}x{RULESET.height} is supported")
         self.colour, self.opponent = event.colour, event.opponent
+        self._choose_engine(event.opponent)
         placement = dict(self._setup(event.colour, self._rng))
         RULESET.validate_setup(event.colour, placement)
         # Classic fills all 40 squares of a side's setup rows, so the opponent's pieces stand on exactly
@@ -230,6 +267,17 @@ class UccPlayer:
                  engine=self.engine.name, setup=lines, soft=self.soft, hard=self.hard)
         self.phase = _Phase.TURN
         return lines
+
+    def _choose_engine(self, opponent: str) -> None:
+        if self._engine_for is None:
+            return
+        try:
+            chosen = self._engine_for(opponent)
+        except Exception as exc:  # a profile that cannot start must not cost the game: keep the default
+            log.warning("ucc.profile_failed", opponent=opponent, error=repr(exc), kept=self.profile_name)
+            return
+        if chosen is not None:
+            self.engine, (self.soft, self.hard), self.profile_name = chosen
 
     def _on_start(self, event: StartLine) -> list[str]:
         game = self._view()
@@ -385,7 +433,7 @@ class UccPlayer:
 
     def _think(self) -> Move | Surrender:
         game = self._view()
-        legal = game.legal_moves()
+        legal = game.sendable_moves()  # legal under both readings of a repeated position
         if not legal:
             # Only repetition (or our view's own end of game) forbids every move; the referee does not.
             loose = [game.move_of(code) for code in game.position.moves(True)]
@@ -452,6 +500,8 @@ class UccPlayer:
             event = None
         if isinstance(event, QuitLine):
             log.info("ucc.quit", result=event.result, phase=self.phase.value, thinking=True, **self.stats)
+            if self.witness is not None:
+                self.witness.done()
             raise _Stop(0)
         if line.strip():
             log.warning("ucc.line_while_thinking", line=line)
@@ -465,8 +515,20 @@ def run_ucc(
     seed: int | None = None,
     in_fd: int = 0,
     out: TextIO,
+    witness: EndWitness | None = None,
+    select_profile: Callable[[str], BotProfile] | None = None,
 ) -> int:
-    """Play one UCC game with ``profile``'s engine, reading the referee from ``in_fd``; the exit code."""
+    """Play one UCC game with ``profile``'s engine, reading the referee from ``in_fd``; the exit code.
+    ``select_profile`` chooses by the opponent's name from the colour line, as ``perspecto bot`` does."""
     engine = profile.create_engine(seed)
-    player = UccPlayer(engine, times=move_times(profile, move_time), seed=seed, profile_name=profile.name)
+
+    def engine_for(opponent: str) -> ChosenEngine | None:
+        assert select_profile is not None
+        chosen = select_profile(opponent)
+        if chosen.name == profile.name:
+            return None
+        return chosen.create_engine(seed), move_times(chosen, move_time), chosen.name
+
+    player = UccPlayer(engine, times=move_times(profile, move_time), seed=seed, profile_name=profile.name,
+                       witness=witness, engine_for=engine_for if select_profile is not None else None)
     return player.run(in_fd, out)

@@ -35,6 +35,9 @@ _ANSWER_MARGIN = 0.02
 _STOP_POLL = 0.005
 _ALGORITHM_NAMES = {"minimax": "minimax", "expectiminimax": "expectiminimax", "pemm": "p-e-minimax"}
 _OUTCOME_NAMES = ("win", "lose", "both fall", "passive")
+_LIMIT_NAMES = {"depth": "the full depth", "nodes": "the node budget", "time": "the clock", "stop": "a stop request"}
+# The deepest search the compiled search allows (engine_ext/search.pxd MAX_DEPTH; EngineSettings.max_depth's bound).
+MAX_SEARCH_DEPTH = 24
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,9 @@ class EngineChoice:
     nodes: int
     elapsed: float  # seconds
     reasons: tuple[str, ...]
+    # What ended the search: "depth" (the deepest iteration asked for), "nodes" (the node budget),
+    # "time" (a deadline), "stop"; "" when nothing was searched (the random mover, a single legal move).
+    limit: str = ""
 
 
 def initial_counts(game: Game) -> list[int]:
@@ -151,16 +157,29 @@ class Engine:
         soft_deadline: float,
         hard_deadline: float,
         stop: threading.Event | None = None,
+        *,
+        nodes: int | None = None,
+        depth: int | None = None,
     ) -> EngineChoice:
         """A legal move for ``game.side_to_move`` (which becomes our side if ``start_game`` was not
         called). Aims to answer by ``soft_deadline`` (time.monotonic()), never runs past
-        ``hard_deadline``, and stops early when ``stop`` is set."""
+        ``hard_deadline``, and stops early when ``stop`` is set.
+
+        Limits that do not depend on the machine (the strength lab, docs/lab.md): ``nodes`` is a node
+        budget for this move (the search then runs one thread, and the answer is the last iteration
+        that stays within it); ``depth`` searches to exactly that many plies, in place of the settings'
+        ``max_depth``. The deadlines stay a safety net: with deadlines that do not bind, the same
+        seed and limits give the same move on any machine (``EngineChoice.limit`` says which bound)."""
+        if nodes is not None and nodes < 1:
+            raise ValueError(f"the node budget must be at least 1, not {nodes}")
+        if depth is not None and not 1 <= depth <= MAX_SEARCH_DEPTH:
+            raise ValueError(f"the search depth must be 1..{MAX_SEARCH_DEPTH}, not {depth}")
         start = time.monotonic()
         side = game.side_to_move
         if self._side != side:
             self.start_game(game, side, self._opponent)
         self._catch_up(game)
-        legal = game.legal_codes()
+        legal = game.sendable_codes()  # legal under both readings of a repeated position
         if not legal:
             raise ValueError("no legal move: the game is over")
         if self.settings.engine == "random":
@@ -172,24 +191,27 @@ class Engine:
         if len(legal) == 1:
             return EngineChoice(game.move_of(legal[0]), 0.0, 0, 0, time.monotonic() - start,
                                 ("the only legal move",))
-        return self._search(game, legal, start, soft_deadline, hard_deadline, stop)
+        return self._search(game, legal, start, soft_deadline, hard_deadline, stop, nodes, depth)
 
     # The search ----------------------------------------------------------------------------------
 
     def _search(self, game: Game, legal: list[int], start: float, soft_deadline: float,
-                hard_deadline: float, stop: threading.Event | None) -> EngineChoice:
+                hard_deadline: float, stop: threading.Event | None, nodes: int | None,
+                depth: int | None) -> EngineChoice:
         settings = self.settings
         psy = self.psychology
         seed = settings.seed if settings.seed is not None else 0
         params = search_params(
             settings, own_fear=psy.own_fear, est_opp_fear=psy.est_opp_fear, est_own_fear=psy.est_own_fear,
-            random_key=random_key(seed, game.ply), two_squares=game.options.two_squares or 0,
+            random_key=random_key(seed, game.ply), two_squares=game.options.two_squares or 0, max_depth=depth,
         )
         counts = initial_counts(game)
         # Not in the thesis: unseen pieces at our flag's door are searched as miners (engine_ext/raiders.py).
         position, suspects = searched_position(game.position, int(game.side_to_move), settings.raider_radius,
                                                counts[Rank.MINER])
-        runner = SearchRunner(position, int(game.side_to_move), counts, params)
+        # A node budget searches on one thread (engine_ext/search.pyx says why): no copies for the others.
+        runner = SearchRunner(position, int(game.side_to_move), counts, params,
+                              threads=1 if nodes is not None else None)
         strategic = [0.0] * len(legal)
         if settings.engine == "perspecto" and settings.strategic:
             hunting = settings.hunt_movers > 0 and 0 < runner.opponent_movers() <= settings.hunt_movers
@@ -212,7 +234,7 @@ class Engine:
                                        name="perspecto-stop-watch", daemon=True)
             watcher.start()
         try:
-            result = runner.run(legal, soft, abort)
+            result = runner.run(legal, soft, abort, nodes)
         finally:
             done.set()
             if watcher is not None:
@@ -228,7 +250,7 @@ class Engine:
             squares = ", ".join(str(Square(*position.coords(position.piece(pid)[0]))) for pid in suspects)
             reasons.insert(1, f"searched as miners at our flag's door: the unseen pieces on {squares}")
         return EngineChoice(game.move_of(legal[best]), totals[best], result["depth"], result["nodes"],
-                            elapsed, tuple(reasons))
+                            elapsed, tuple(reasons), result["limit"])
 
     def _reasons(self, game: Game, runner: SearchRunner, legal: list[int], result: dict[str, Any],
                  values: list[float], strategic: list[float], totals: list[float], order: list[int],
@@ -263,7 +285,8 @@ class Engine:
             reasons.append(f"ownFear {psy.own_fear:.2f} (bluff scale {psy.own_fear_scale:.2f}), "
                            f"estOppFear {psy.est_opp_fear:.2f}, estOwnFear {psy.est_own_fear:.2f}")
         stopped = " (stopped early)" if result["aborted"] else ""
-        reasons.append(f"{result['nodes']} nodes in {elapsed:.3f} s{stopped}")
+        reasons.append(f"{result['nodes']} nodes in {elapsed:.3f} s{stopped}, "
+                       f"ended by {_LIMIT_NAMES[result['limit']]}")
         return reasons
 
 

@@ -81,6 +81,9 @@ class _ChaseState:
 
     forbidden: set[int] = field(default_factory=set)
     last_move: int | None = None
+    # The same positions as the square of every piece id (-1: captured), so that our own moves can
+    # also be judged by what stands on each square (``Game.sendable_codes``).
+    layouts: dict[int, tuple[int, ...]] = field(default_factory=dict)  # by the identity hash
 
 
 class Game:
@@ -150,7 +153,7 @@ class Game:
         other.options = self.options
         other._hidden = list(self._hidden)
         other._pos = self._pos.copy()
-        other._chase = [_ChaseState(set(c.forbidden), c.last_move) for c in self._chase]
+        other._chase = [_ChaseState(set(c.forbidden), c.last_move, dict(c.layouts)) for c in self._chase]
         other._shown = set(self._shown)
         other.history = list(self.history)
         other.result = self.result
@@ -238,6 +241,52 @@ class Game:
 
     def legal_moves(self) -> list[Move]:
         return [self.move_of(c) for c in self.legal_codes()]
+
+    def sendable_codes(self) -> list[int]:
+        """The legal moves that are safe for us to send: also legal when a "position" of the
+        more-squares rule means what stands on each square rather than which piece stands there.
+
+        The two readings differ only where pieces of one side and rank have swapped squares. We judge
+        the opponent by the permissive identity reading (``legal_codes``), but a server that keys
+        positions by square contents would call such a move of ours illegal, which forfeits the game.
+        In a bot's view an unknown opponent piece counts as the same as any other unknown one (they
+        may share a rank), which is the cautious side. Only when that leaves no move at all are the
+        identity reading's moves offered, rather than none."""
+        legal = self.legal_codes()
+        layouts = self._chase[self._pos.side].layouts
+        if not self.options.more_squares or not layouts:
+            return legal
+        forbidden = {self._contents(layout) for layout in layouts.values()}
+        strict = [code for code in legal if not self._repeats_by_contents(code, forbidden)]
+        return strict or legal
+
+    def sendable_moves(self) -> list[Move]:
+        return [self.move_of(c) for c in self.sendable_codes()]
+
+    def _layout(self) -> tuple[int, ...]:
+        return tuple(self._pos.piece(pid)[0] for pid in range(self._pos.piece_count))
+
+    def _contents(self, layout: tuple[int, ...]) -> tuple[tuple[int, int, int], ...]:
+        """What stands on each occupied square of ``layout``: (square, side, rank as known now)."""
+        out = []
+        for pid, sq in enumerate(layout):
+            if sq >= 0:
+                _sq, owner, rank, _moved = self._pos.piece(pid)
+                out.append((sq, owner, rank))
+        return tuple(sorted(out))
+
+    def _repeats_by_contents(self, code: int, forbidden: set[tuple[tuple[int, int, int], ...]]) -> bool:
+        """Whether ``code`` recreates one of the ``forbidden`` square contents. Attacks and going back
+        along the previous move are judged as in ``_breaks_repetition`` (the readings agree there)."""
+        if self._pos.piece_id(code >> 8) >= 0:
+            return False
+        reverse = (code >> 8) | ((code & 0xFF) << 8)
+        if self._chase[self._pos.side].last_move == reverse:
+            return False
+        self._pos.make(code, _NO_COMBAT)
+        after = self._contents(self._layout())
+        self._pos.unmake()
+        return after in forbidden
 
     def check_move(self, move: Move) -> None:
         """Raise ``IllegalMove`` with the reason if the side to move may not play ``move``."""
@@ -359,6 +408,7 @@ class Game:
             opponent.last_move is None or not self._adjacent(opponent.last_move >> 8, code & 0xFF)
         ):
             opponent.forbidden.clear()  # the opponent's chase is over: this move does not evade it
+            opponent.layouts.clear()
         mover_id = self._pos.piece_id(code & 0xFF)
         target_id = self._pos.piece_id(code >> 8)
         if target_id >= 0:
@@ -369,6 +419,7 @@ class Game:
         if self.options.more_squares:
             mine = self._chase[side]
             mine.forbidden.add(self._pos.hash)
+            mine.layouts[self._pos.hash] = self._layout()
             mine.last_move = code
         outcome = _OUTCOME_TEXT.get(result)
         record = MoveResult(move, side, attacker, defender, outcome)

@@ -19,6 +19,8 @@ cdef enum:
     NULL_MOVE = 0               # the passive move: "inte göra något alls"
     CHECK_EVERY = 2048          # nodes between looks at the clock and the stop flag
     MAX_THREADS = 8             # workers sharing the root moves
+    ABORT_TIME = 1              # Search.aborted: the abort deadline, the stop flag or another worker
+    ABORT_NODES = 2             # ... the node budget
 
 ctypedef struct SearchConfig:
     int algorithm
@@ -58,10 +60,11 @@ ctypedef struct Search:
     long long nodes
     long long ply_nodes[MAX_DEPTH + 2]  # nodes by ply (the tree's shape, for the benchmark)
     long long next_check
+    long long node_limit            # nodes past this abort the iteration (the node budget); else LLONG_MAX
     double abort_deadline           # time.monotonic() seconds
     int* stop_flag                  # set from another thread (atomic access)
     int* abort_flag                 # set by a worker out of time, shared by all workers
-    int aborted
+    int aborted                     # 0, or why this worker stopped: ABORT_TIME or ABORT_NODES
 
 cdef void make_null(Pos* p) noexcept nogil
 cdef void unmake_null(Pos* p) noexcept nogil

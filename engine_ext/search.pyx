@@ -14,6 +14,7 @@ the iterative deepening without the GIL.
 """
 
 from cython.parallel cimport prange
+from libc.limits cimport LLONG_MAX
 from libc.math cimport INFINITY
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc
@@ -61,9 +62,16 @@ cdef inline bint out_of_time(Search* S) noexcept nogil:
     if S.aborted:
         return True
     if S.nodes >= S.next_check:
+        # The node budget rides on the clock's checks: ``next_check`` never passes ``node_limit + 1``,
+        # so a search without a budget (LLONG_MAX) does no more work per node than before.
+        if S.nodes > S.node_limit:
+            S.aborted = ABORT_NODES
+            return True
         S.next_check = S.nodes + CHECK_EVERY
+        if S.next_check > S.node_limit:
+            S.next_check = S.node_limit + 1
         if load_flag(S.stop_flag) or load_flag(S.abort_flag) or monotonic() >= S.abort_deadline:
-            S.aborted = 1
+            S.aborted = ABORT_TIME
             store_flag(S.abort_flag, 1)
     return S.aborted != 0
 
@@ -1000,15 +1008,27 @@ cdef long long total_nodes(Search** W, int workers) noexcept nogil:
     return total
 
 
-cdef int iterate(Search** W, int workers, const int* moves, int n, double soft_deadline, double* diffs,
-                 double* times, long long* nodes) noexcept nogil:
+cdef enum:
+    END_DEPTH = 0               # iterate: the last iteration reached max_depth
+    END_TIME = 1                # the soft deadline's forecast, the abort deadline or the stop flag
+    END_NODES = 2               # the node budget's forecast, or an iteration that passed the budget
+
+
+cdef int iterate(Search** W, int workers, const int* moves, int n, double soft_deadline, long long node_limit,
+                 double* diffs, double* times, long long* nodes, int* ended) noexcept nogil:
     """Iterative deepening: depth 1, 2, ... while the next iteration is expected to end by the soft
-    deadline; an iteration cut off by the abort deadline or the stop flag is thrown away.
-    Returns the depth of the last complete iteration (0: none)."""
+    deadline and, with a node budget (``node_limit`` < LLONG_MAX, the total node count it must not
+    pass), within the budget; an iteration cut off by the abort deadline, the stop flag or the budget
+    is thrown away. Both forecasts take the next iteration's cost as the last one's times the growth
+    from the one before it (at least 1.5). Returns the depth of the last complete iteration (0: none)
+    and sets ``ended`` to what ended the deepening."""
     cdef double* work = <double*>malloc(n * sizeof(double))
-    cdef int depth, i, completed = 0
-    cdef double t0, t1, last = 0.0, growth = 8.0
+    cdef int depth, i, t, completed = 0
+    cdef double t0, t1, last = 0.0, growth = 8.0, node_growth = 8.0
+    cdef long long before, done, last_nodes = 0
+    ended[0] = END_DEPTH
     if work == NULL:
+        ended[0] = END_TIME
         return 0
     depth = 0
     while depth < W[0].cfg.max_depth:
@@ -1020,21 +1040,40 @@ cdef int iterate(Search** W, int workers, const int* moves, int n, double soft_d
             depth = min(depth + W[0].cfg.depth_step, W[0].cfg.max_depth)
         t0 = monotonic()
         if completed > 0 and t0 + last * growth > soft_deadline:
+            ended[0] = END_TIME
+            break
+        before = total_nodes(W, workers)
+        if completed > 0 and node_limit < LLONG_MAX and before + last_nodes * node_growth > node_limit:
+            ended[0] = END_NODES
             break
         W[0].depth = depth
         if not run_iteration(W, workers, moves, n, work):
+            ended[0] = END_TIME
+            for t in range(workers):
+                if W[t].aborted == ABORT_NODES:
+                    ended[0] = END_NODES
+            break
+        done = total_nodes(W, workers)
+        if done > node_limit:
+            # Finished, but its last leaves (counted between the budget's checks) passed the budget.
+            ended[0] = END_NODES
             break
         t1 = monotonic()
         for i in range(n):
             diffs[i] = work[i]
         completed = depth
         times[depth] = t1 - t0
-        nodes[depth] = total_nodes(W, workers)
+        nodes[depth] = done
         if last > 1e-4:
             growth = (t1 - t0) / last
             if growth < 1.5:
                 growth = 1.5
         last = t1 - t0
+        if last_nodes > 0:
+            node_growth = <double>(done - before) / last_nodes
+            if node_growth < 1.5:
+                node_growth = 1.5
+        last_nodes = done - before
         if depth >= W[0].cfg.max_depth:
             break
     free(work)
@@ -1121,6 +1160,7 @@ cdef class SearchRunner:
         for r in range(MAX_DEPTH + 2):
             S.ply_nodes[r] = 0
         S.next_check = CHECK_EVERY
+        S.node_limit = LLONG_MAX
         S.aborted = 0
         S.depth = 0
         self.stop = 0
@@ -1244,37 +1284,65 @@ cdef class SearchRunner:
             diffs[0][i] = 0.0
         return n
 
-    def _deadline(self, double abort_deadline) -> None:
+    cdef void _deadline(self, double abort_deadline, long long node_limit):
         cdef int t
         for t in range(self.workers):
             self.W[t].abort_deadline = abort_deadline
             self.W[t].aborted = 0
+            self.W[t].node_limit = node_limit
+            if self.W[t].next_check > node_limit:
+                self.W[t].next_check = node_limit + 1
 
-    def run(self, moves, double soft_deadline, double abort_deadline) -> dict:
+    def run(self, moves, double soft_deadline, double abort_deadline, nodes=None) -> dict:
         """Iterative deepening over the root ``moves`` (the legal moves of the side to move, which
         must be ours) without the GIL. Returns the depth reached, each move's value over the passive
-        move at that depth, the nodes and the time of each iteration."""
+        move at that depth, the nodes and the time of each iteration, and ``limit``: what ended the
+        deepening ("depth": max_depth reached, "nodes", "time" or "stop").
+
+        ``nodes``: a node budget for this run; the answer is then the same on any machine (as long as
+        the deadlines, kept as a safety net, do not bind): the last complete iteration whose nodes,
+        counted from the start of this run over all its iterations, stay within the budget."""
         cdef int* buf = NULL
         cdef double* diffs = NULL
         cdef double times[MAX_DEPTH + 1]
-        cdef long long nodes[MAX_DEPTH + 1]
-        cdef int i, completed
-        cdef int n = self._load(moves, &buf, &diffs)
+        cdef long long counts[MAX_DEPTH + 1]
+        cdef int i, completed, ended
+        cdef int workers = self.workers
+        cdef long long limit = LLONG_MAX
+        cdef long long start
+        cdef int n
+        if nodes is not None:
+            if nodes < 1:
+                raise ValueError(f"the node budget must be at least 1, not {nodes}")
+            # One worker under a budget: the node count of each iteration is the same with any number
+            # of workers, but with several the budget's cut would land wherever the race between them
+            # stands, and so would the iteration it throws away. W[0] is the whole search.
+            workers = 1
+            start = total_nodes(self.W, self.workers)
+            limit = start + nodes if nodes < LLONG_MAX - start else LLONG_MAX - 1
+        n = self._load(moves, &buf, &diffs)
         try:
             for i in range(MAX_DEPTH + 1):
                 times[i] = 0.0
-                nodes[i] = 0
-            self._deadline(abort_deadline)
+                counts[i] = 0
+            self._deadline(abort_deadline, limit)
             with nogil:
-                completed = iterate(self.W, self.workers, buf, n, soft_deadline, diffs, times, nodes)
+                completed = iterate(self.W, workers, buf, n, soft_deadline, limit, diffs, times, counts, &ended)
+            if ended == END_DEPTH:
+                limit_name = "depth"
+            elif ended == END_NODES:
+                limit_name = "nodes"
+            else:
+                limit_name = "stop" if load_flag(&self.stop) else "time"
             return {
                 "depth": completed,
                 "values": [diffs[i] for i in range(n)] if completed else [],
                 "nodes": total_nodes(self.W, self.workers),
                 "aborted": any(self.W[i].aborted for i in range(self.workers)),
-                "iterations": [(d, times[d], nodes[d]) for d in range(1, completed + 1)],
+                "iterations": [(d, times[d], counts[d]) for d in range(1, completed + 1)],
                 "ply_nodes": self.ply_nodes(),
-                "threads": self.workers,
+                "threads": workers,
+                "limit": limit_name,
             }
         finally:
             free(buf)
@@ -1291,7 +1359,7 @@ cdef class SearchRunner:
             raise ValueError(f"depth must be 1..{self.S.cfg.max_depth}")
         n = self._load(moves, &buf, &diffs)
         try:
-            self._deadline(INFINITY)
+            self._deadline(INFINITY, LLONG_MAX)
             self.W[0].depth = depth
             with nogil:
                 ok = run_iteration(self.W, self.workers, buf, n, diffs)

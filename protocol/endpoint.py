@@ -30,6 +30,9 @@ from protocol.codec import (
 
 log = structlog.get_logger()
 
+# Seconds the notifications read before a connection's end may take to be handled after it.
+_DRAIN_SECONDS = 5.0
+
 
 class Channel(Protocol):
     """A bidirectional byte stream."""
@@ -72,6 +75,7 @@ class Endpoint:
         self._inbox: asyncio.Queue[IncomingRequest | IncomingNotification | None] = asyncio.Queue()
         self._send_lock = asyncio.Lock()
         self._closed = asyncio.Event()
+        self._handling_request = False
 
     @property
     def closed(self) -> bool:
@@ -88,7 +92,20 @@ class Endpoint:
         finally:
             self._inbox.put_nowait(None)
             await self._shut(self.close_reason or "connection closed")
-            # A request being handled when the connection drops cannot be answered any more.
+            # A request being handled when the connection drops cannot be answered any more: it is
+            # cancelled, and queued ones are dropped. Notifications read before the end (a goodbye, a
+            # gameOver) need no answer and still say what the peer meant: the worker handles them,
+            # within a bound so a stuck handler cannot hold the connection's end up.
+            task = asyncio.current_task()
+            if self._handling_request or (task is not None and task.cancelling()):
+                worker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker
+                if task is None or not task.cancelling():  # being cancelled ourselves: drop the rest
+                    worker = asyncio.create_task(self._handle_inbox())  # the notifications still queued
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                async with asyncio.timeout(_DRAIN_SECONDS):
+                    await asyncio.shield(worker)
             worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
@@ -200,8 +217,12 @@ class Endpoint:
         while (item := await self._inbox.get()) is not None:
             if isinstance(item, IncomingNotification):
                 await self._notification(item)
-            else:
-                await self._request(item)
+            elif not self.closed:  # a request queued when the connection ended cannot be answered
+                self._handling_request = True
+                try:
+                    await self._request(item)
+                finally:
+                    self._handling_request = False
 
     async def _notification(self, item: IncomingNotification) -> None:
         if self.handler is None:

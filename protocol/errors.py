@@ -26,6 +26,7 @@ class ErrorCode(IntEnum):
     NO_LEGAL_MOVE = -32004
     UNSUPPORTED_VERSION = -32010
     AUTH_FAILED = -32011
+    RESUME_REFUSED = -32012
 
 
 class ProtocolError(Exception):
@@ -106,11 +107,18 @@ class AuthFailed(RpcError):
     default_code = ErrorCode.AUTH_FAILED
 
 
+class ResumeRefused(RpcError):
+    """A hello that asks to resume a game in progress without the resume key of a seat in it. Only that
+    connection hears of it: the game and the seat's own connection go on untouched."""
+
+    default_code = ErrorCode.RESUME_REFUSED
+
+
 _BY_CODE: dict[int, type[RpcError]] = {
     sub.default_code: sub
     for sub in (
         ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, LineTooLong,
-        OutOfOrder, IllegalMoveReported, NoLegalMove, UnsupportedVersion, AuthFailed,
+        OutOfOrder, IllegalMoveReported, NoLegalMove, UnsupportedVersion, AuthFailed, ResumeRefused,
     )
 }
 

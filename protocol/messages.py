@@ -115,9 +115,14 @@ class Ack(WireModel):
 
 
 # The resume extension (docs/mqtt.md): a bot that can pick a game up again after a lost connection or a
-# restart says so in ``features``; coming back, it names the game and how many of its calls it handled.
+# restart says so in ``features``, and the host's answer gives it a secret resume key for its session.
+# Coming back, it names the game, how many of its calls it handled, and presents that key: the name alone
+# proves nothing on a host without tokens, and the opponent is told the game id.
 RESUME_FEATURE = "resume"
-_HELLO_EXTENSIONS = ("features", "resumeGame", "resume_game", "resumeCalls", "resume_calls", "resumed")
+RESUME_KEY_MAX = 128
+_HELLO_EXTENSIONS = (
+    "features", "resumeGame", "resume_game", "resumeCalls", "resume_calls", "resumeKey", "resume_key", "resumed",
+)
 
 
 def _omit_unset_extensions(data: dict[str, Any]) -> dict[str, Any]:
@@ -137,11 +142,13 @@ class HelloParams(WireModel):
     features: list[Annotated[str, Field(min_length=1, max_length=32)]] | None = Field(default=None, max_length=16)
     resume_game: str | None = Field(default=None, min_length=1, max_length=128)
     resume_calls: int | None = Field(default=None, ge=0)
+    resume_key: str | None = Field(default=None, min_length=1, max_length=RESUME_KEY_MAX)
 
     @model_validator(mode="after")
     def _resume_fields_together(self) -> HelloParams:
-        if (self.resume_game is None) != (self.resume_calls is None):
-            raise ValueError("resumeGame and resumeCalls come together")
+        given = (self.resume_game is not None, self.resume_calls is not None, self.resume_key is not None)
+        if any(given) and not all(given):
+            raise ValueError("resumeGame, resumeCalls and resumeKey come together")
         return self
 
     @model_serializer(mode="wrap")
@@ -158,6 +165,9 @@ class HelloResult(WireModel):
     # bot's calls in it the host saw answered (the bot answers the one after that again from its journal).
     resumed: bool | None = None
     resume_calls: int | None = Field(default=None, ge=0)
+    # Only in the answer to a hello whose features include "resume": the secret a resume of this session's
+    # games must present. It goes to this connection alone; the bot keeps it in its journal.
+    resume_key: str | None = Field(default=None, min_length=1, max_length=RESUME_KEY_MAX)
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -384,6 +394,8 @@ END_REASONS = (
     "forfeit_illegal_move",
     "forfeit_illegal_setup",  # illegal twice: after illegalSetup, the second chance failed too
     "forfeit_error",  # the bot answered a required call with an error
+    "adjourned",  # the host stopped the game unfinished (shutting down): no winner, no points
+    "void",  # the game never started (a bot said goodbye before the board was set up): not a game
 )
 
 

@@ -36,6 +36,7 @@ import logging
 import re
 import socket
 import ssl
+import statistics
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -111,6 +112,8 @@ class MqttSettings(BaseModel):
     retry_cap: float = Field(default=5.0, gt=0)
     retransmit_after: float = Field(default=5.0, gt=0, description="resend what is unacknowledged this long")
     close_timeout: float = Field(default=2.0, ge=0, description="seconds a closing channel waits for receipts")
+    slow_round_trip: float = Field(default=0.02, ge=0, description="seconds; a bot warns when the round trip "
+                                   "through the broker, measured at connect, is longer (0: no warning)")
 
     @model_validator(mode="after")
     def _tls_files(self) -> MqttSettings:
@@ -146,7 +149,7 @@ class MqttSettings(BaseModel):
                 values["tls"] = True
         if "insecure" in query:
             values["tls_insecure"] = query.pop("insecure").lower() in ("1", "true", "yes")
-        for key in ("keepalive", "session_expiry", "link_timeout"):
+        for key in ("keepalive", "session_expiry", "link_timeout", "slow_round_trip"):
             if key in query:
                 values[key] = query.pop(key)
         if query:
@@ -207,6 +210,10 @@ class Topics:
 
     def bot_presence(self, bot_id: str) -> str:
         return f"{self.base}/bot/{bot_id}/presence"
+
+    def bot_echo(self, bot_id: str) -> str:
+        """Where a bot measures its round trip through the broker: it publishes there and reads it back."""
+        return f"{self.base}/bot/{bot_id}/echo"
 
     def bot_of(self, topic: str) -> tuple[str, str] | None:
         """(bot id, kind) of a bot topic, kind one of to-host, to-bot, presence."""
@@ -413,6 +420,47 @@ class DownClock:
         return self._total + self.current()
 
 
+# --- the round trip through the broker ------------------------------------------------------------------
+
+NAGLE_FIX = "set_tcp_nodelay true in the broker's mosquitto.conf (docs/mqtt.md, Broker configuration)"
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    """One measurement at connect (medians of a few probes): seconds from publishing a message until the
+    broker handed it back (``echo``) and until the broker's receipt of it came (``receipt``)."""
+
+    echo: float
+    receipt: float
+
+    @property
+    def seconds(self) -> float:
+        """What a call waits for: both of the broker's answers."""
+        return max(self.echo, self.receipt)
+
+    @property
+    def lag(self) -> float:
+        """How far apart the broker's two answers came. The broker writes them back to back, so only
+        Nagle's algorithm on its socket (holding the second until we acknowledge the first) parts them."""
+        return abs(self.receipt - self.echo)
+
+
+def slow_round_trip(measured: RoundTrip, threshold: float) -> dict[str, Any] | None:
+    """The warning's fields when the round trip is over ``threshold`` seconds (0: never), naming the
+    likely cause and its fix; None when it is fine."""
+    if threshold <= 0 or measured.seconds <= threshold:
+        return None
+    fields: dict[str, Any] = {"round_trip_ms": round(measured.seconds * 1000, 1),
+                              "threshold_ms": round(threshold * 1000, 1)}
+    if measured.lag > threshold / 2:
+        fields.update(cause="the broker holds small messages back (Nagle's algorithm): every call waits for it",
+                      fix=NAGLE_FIX)
+    else:
+        fields.update(cause="the network between the bot and the broker",
+                      fix="a broker nearer to the bots and the host")
+    return fields
+
+
 # --- one broker connection, kept up --------------------------------------------------------------------
 
 
@@ -456,10 +504,13 @@ class _Link:
         on_message: Callable[[aiomqtt.Message], None],
         on_state: Callable[[bool], None],
         what: str,
+        echo_topic: str | None = None,
     ) -> None:
         self.settings = settings
         self.client_id = client_id
         self.subscriptions = subscriptions
+        self.echo_topic = echo_topic  # for measure_round_trip; its messages never reach on_message
+        self._echoes: dict[bytes, asyncio.Future[float]] = {}  # probe payload -> when it came back
         self.will = will
         self._on_connected = on_connected
         self._on_message = on_message
@@ -597,7 +648,14 @@ class _Link:
         async with client:
             if self._stop.is_set():
                 return
-            await client.subscribe([(topic, 1) for topic in self.subscriptions])
+            topics = [(topic, 1) for topic in self.subscriptions]
+            if self.echo_topic is not None:
+                # QoS 0 on the way back, so that we send nothing in reply to the echo, just as nothing
+                # answers the broker's receipt of a call. The broker's next small write (here its receipt
+                # of the probe, in a call the host's answer) then waits for our delayed ACK when Nagle's
+                # algorithm is on at the broker, so the probe suffers exactly what a call suffers.
+                topics.append((self.echo_topic, 0))
+            await client.subscribe(topics)
             self._client = client
             self.connections += 1
             self._set_up(True)
@@ -628,10 +686,53 @@ class _Link:
 
     async def _receive(self, client: aiomqtt.Client) -> None:
         async for message in client.messages:
+            if self.echo_topic is not None and str(message.topic) == self.echo_topic:
+                self._on_echo(message)
+                continue
             try:
                 self._on_message(message)
             except Exception:  # one bad message must not take the link down
                 log.exception("mqtt.message_failed", link=self.what, topic=str(message.topic))
+
+    def _on_echo(self, message: aiomqtt.Message) -> None:
+        payload = message.payload if isinstance(message.payload, bytes) else b""
+        waiting = self._echoes.pop(payload, None)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(time.monotonic())
+
+    def tcp_nodelay(self) -> bool | None:
+        """Whether our socket to the broker sends small messages at once (None: not connected, or no TCP
+        socket to ask)."""
+        paho = getattr(self._client, "_client", None)  # aiomqtt's paho client; its socket() is public
+        sock = paho.socket() if paho is not None else None
+        if not isinstance(sock, socket.socket):
+            return None
+        return bool(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+    async def measure_round_trip(self, probes: int = 5, timeout: float = 2.0) -> RoundTrip | None:
+        """Publish ``probes`` messages (QoS 1) to the echo topic one after another and time, for each, the
+        broker's handing it back and its receipt (PUBACK); the medians, or None if the link is down or a
+        probe did not come back within ``timeout`` (a broker whose access rules forbid the topic, say)."""
+        client = self._client
+        if self.echo_topic is None or client is None or not self.up:
+            return None
+        echoes: list[float] = []
+        receipts: list[float] = []
+        loop = asyncio.get_running_loop()
+        try:
+            for _ in range(probes):
+                payload = uuid.uuid4().hex.encode()
+                echoed = self._echoes[payload] = loop.create_future()
+                async with asyncio.timeout(timeout):
+                    sent = time.monotonic()
+                    await client.publish(self.echo_topic, payload, qos=1)
+                    receipts.append(time.monotonic() - sent)
+                    echoes.append(await echoed - sent)
+        except (TimeoutError, aiomqtt.MqttError):
+            return None
+        finally:
+            self._echoes.clear()
+        return RoundTrip(echo=statistics.median(echoes), receipt=statistics.median(receipts))
 
 
 # --- both ends of a stream -----------------------------------------------------------------------------
@@ -782,6 +883,8 @@ class MqttChannel(_StreamEnd):
         self._host_online = False
         self._host_found = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
+        self._round_trip_check: asyncio.Task[None] | None = None
+        self.round_trip: RoundTrip | None = None  # measured once the channel is open
         self.on_link_change: Callable[[bool], None] | None = None
         self._link_obj = _Link(
             settings,
@@ -792,6 +895,7 @@ class MqttChannel(_StreamEnd):
             on_message=self._on_message,
             on_state=lambda _up: self._update_down(),
             what=f"bot {bot_id}",
+            echo_topic=topics.bot_echo(bot_id),
         )
 
     @classmethod
@@ -822,6 +926,8 @@ class MqttChannel(_StreamEnd):
         channel._watcher = asyncio.create_task(channel._watch())
         log.info("mqtt.channel_open", broker=settings.url, bot=bot_id, stream=channel.stream,
                  host_stream=channel.peer_stream)
+        # Measured beside the session's start rather than before it: a slow or silent probe delays nothing.
+        channel._round_trip_check = asyncio.create_task(channel._check_round_trip())
         return channel
 
     @property
@@ -843,9 +949,29 @@ class MqttChannel(_StreamEnd):
             self._send_ack()
         if self._watcher is not None:
             self._watcher.cancel()
+        if self._round_trip_check is not None:
+            self._round_trip_check.cancel()
         await self._link_obj.stop([_Outgoing(self._presence_topic, self._presence("offline", "closed"),
                                              retain=True)])
         log.info("mqtt.channel_closed", bot=self.bot_id, reason=self.close_reason, **self.stats())
+
+    async def _check_round_trip(self) -> None:
+        """Measure the round trip through the broker once, and warn once if it is slow (docs/mqtt.md)."""
+        measured = await self._link_obj.measure_round_trip()
+        self.round_trip = measured
+        self.report_round_trip(measured)
+
+    def report_round_trip(self, measured: RoundTrip | None) -> None:
+        if measured is None:
+            log.info("mqtt.round_trip_unmeasured", bot=self.bot_id, echo_topic=self._link_obj.echo_topic,
+                     why="no echo came back (a broker that forbids the topic, or the link went down)")
+            return
+        log.info("mqtt.round_trip", bot=self.bot_id, round_trip_ms=round(measured.seconds * 1000, 2),
+                 echo_ms=round(measured.echo * 1000, 2), receipt_ms=round(measured.receipt * 1000, 2),
+                 tcp_nodelay=self._link_obj.tcp_nodelay())
+        slow = slow_round_trip(measured, self.settings.slow_round_trip)
+        if slow is not None:
+            log.warning("mqtt.slow_round_trip", bot=self.bot_id, broker=self.settings.url, **slow)
 
     # internals
 

@@ -7,10 +7,12 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, MutableMapping
+from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 from pydantic import BaseModel
 
 from bot.client import BotClient, HostRefused, Phase, run_session
@@ -22,14 +24,19 @@ from bot.config import (
     get_profile,
     profile_from_mapping,
 )
-from bot.engine_interface import ENGINES, MoveEngine, RandomEngine, SearchBudget, create_engine
+from bot.daemon import BotDaemon
+from bot.engine_interface import MoveEngine, RandomEngine, SearchBudget, create_engine
 from bot.fallback_setup import fallback_setup
+from bot.health import read_health
+from bot.journal import GameJournal
+from bot.learning import OpponentMemory
+from bot.opponent_store import OpponentStore
 from engine_ext.game import Game, Move, RulesOptions
 from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import RULESETS, Square, get_ruleset
 from protocol import errors
 from protocol.codec import host_codec
-from protocol.endpoint import Endpoint, memory_pipe
+from protocol.endpoint import Channel, Endpoint, memory_pipe
 from protocol.messages import (
     PROTOCOL_VERSION,
     Ack,
@@ -37,101 +44,29 @@ from protocol.messages import (
     GameOverParams,
     GetAIMoveParams,
     GetAISetupPieceParams,
-    GetAISetupPieceResult,
     GoodbyeParams,
     HelloParams,
     HelloResult,
     IllegalSetupParams,
     MoveModel,
     MoveReport,
-    SetGameOptionParams,
     SetOpponentSetupPieceParams,
     outcome_of,
 )
+from tests.helpers import (
+    BrokenEngine,
+    FakeClock,
+    FakeHost,
+    IllegalEngine,
+    PoliteEngine,
+    StuckEngine,
+    assert_view_matches,
+    option,
+    register,
+    report,
+)
 
 sq = Square.parse
-
-
-def option(name: str, value: Any) -> SetGameOptionParams:
-    return SetGameOptionParams.model_validate({"option": name, "value": value})
-
-
-class FakeHost:
-    """Drives one BotClient through a game the way a host would, with a full-information referee."""
-
-    def __init__(self, client: BotClient, colour: Side, *, ruleset: str = "classic", seed: int = 0, **options: Any):
-        self.client = client
-        self.colour = colour
-        self.rng = random.Random(seed)
-        self.ruleset = get_ruleset(ruleset)
-        self.options = {"ruleset": ruleset, **options}
-        self.referee: Game | None = None
-
-    async def call(self, method: str, params: BaseModel | None = None) -> BaseModel:
-        return await self.client.handle_request(method, params if params is not None else CreateAISetupParams())
-
-    async def set_up(self) -> dict[Square, Rank]:
-        await self.call("setGameOption", option("gameId", "t-1"))
-        await self.call("setGameOption", option("colour", str(self.colour)))
-        await self.call("setGameOption", option("opponent", "tester"))
-        for name, value in self.options.items():
-            await self.call("setGameOption", option(name, value))
-        await self.call("createAISetup")
-        return await self.read_setup()
-
-    async def read_setup(self) -> dict[Square, Rank]:
-        placement = {}
-        for square in self.ruleset.setup_squares(self.colour):
-            answer = await self.call("getAISetupPiece", GetAISetupPieceParams(square=square))
-            assert isinstance(answer, GetAISetupPieceResult)
-            if answer.rank is not None:
-                placement[square] = answer.rank
-        return placement
-
-    async def start(self) -> Game:
-        own = await self.set_up()
-        self.ruleset.validate_setup(self.colour, own)
-        other = self.ruleset.random_placement(self.colour.other, self.rng)
-        for square in other:
-            await self.call("setOpponentSetupPiece", SetOpponentSetupPieceParams(square=square))
-        red, blue = (own, other) if self.colour == Side.RED else (other, own)
-        rules = {k: v for k, v in self.options.items() if k in ("two_squares", "more_squares")}
-        self.referee = Game(RulesOptions(ruleset=self.ruleset, **rules), red, blue)
-        return self.referee
-
-    async def ply(self) -> None:
-        """One ply: the bot's move asked for and reported, or a random opponent move reported."""
-        game = self.referee
-        assert game is not None and game.result is None
-        if game.side_to_move == self.colour:
-            answer = await self.call("getAIMove", GetAIMoveParams(ply=game.ply))
-            assert isinstance(answer, MoveModel)
-            played = game.play(Move(answer.frm, answer.to))
-            await self.call("submitAIMoveResult", report(played))
-        else:
-            played = game.play(self.rng.choice(game.legal_moves()))
-            await self.call("submitOpponentMove", report(played))
-
-
-def report(played: Any) -> MoveReport:
-    return MoveReport.of(played.move.frm, played.move.to, played.attacker, played.defender, played.outcome)
-
-
-def assert_view_matches(client: BotClient, referee: Game) -> None:
-    view = client.game
-    assert view is not None and client.colour is not None
-    assert view.ply == referee.ply and view.side_to_move == referee.side_to_move
-    own = client.colour
-    assert view.pieces(own) == referee.pieces(own)
-    truth = referee.pieces(own.other)
-    known = client.opponent_pieces()
-    assert set(known) == set(truth)
-    for square, piece in known.items():
-        assert piece.moved == referee.has_moved(square)
-        assert piece.rank is None or piece.rank == truth[square][1]
-    if view.side_to_move == own and view.result is None:
-        # the repetition histories agree too: the bot may play exactly what the referee allows
-        assert set(view.legal_moves()) == set(referee.legal_moves())
 
 
 @pytest.mark.parametrize("colour", [Side.RED, Side.BLUE])
@@ -279,84 +214,120 @@ async def test_illegal_setup_gets_a_different_legal_setup() -> None:
     assert second != first
 
 
-class SleepyEngine:
-    """Ignores its budget entirely (the worst case): answers after ``seconds``."""
-
-    name = "sleepy"
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.calls = 0
-
-    def choose_move(self, game: Game, budget: SearchBudget) -> Move:
-        self.calls += 1
-        time.sleep(self.seconds)
-        return game.legal_moves()[0]
-
-
-class IllegalEngine:
-    name = "illegal"
-
-    def choose_move(self, game: Game, budget: SearchBudget) -> Move:
-        return Move(sq("E5"), sq("E6"))  # nothing stands there
-
-
-class BrokenEngine:
-    name = "broken"
-
-    def choose_move(self, game: Game, budget: SearchBudget) -> Move:
-        raise RuntimeError("engine bug")
-
-
-class PoliteEngine:
-    """Searches until told to stop; records whether the stop came and when."""
-
-    name = "polite"
-
-    def __init__(self) -> None:
-        self.stopped_at: float | None = None
-
-    def choose_move(self, game: Game, budget: SearchBudget) -> Move:
-        while not budget.should_stop():
-            time.sleep(0.005)
-        self.stopped_at = time.monotonic()
-        return game.legal_moves()[-1]
-
-
-def register(monkeypatch: pytest.MonkeyPatch, engine: MoveEngine) -> BotProfile:
-    def factory(params: Mapping[str, Any], seed: int | None) -> MoveEngine:
-        return engine
-
-    monkeypatch.setitem(ENGINES, engine.name, factory)
-    return BotProfile(name=engine.name, engine=engine.name, move_time_soft=0.1, move_time_hard=0.3,
-                      safety_margin=0.05)
-
-
-@pytest.mark.parametrize("engine", [SleepyEngine(2.0), IllegalEngine(), BrokenEngine()], ids=lambda e: e.name)
+@pytest.mark.parametrize("make_engine", [StuckEngine, IllegalEngine, BrokenEngine], ids=lambda e: e.name)
 async def test_a_legal_move_goes_out_in_time_whatever_the_engine_does(
-    monkeypatch: pytest.MonkeyPatch, engine: MoveEngine
+    monkeypatch: pytest.MonkeyPatch, make_engine: Callable[[], MoveEngine]
 ) -> None:
+    engine = make_engine()
     client = BotClient(register(monkeypatch, engine), seed=9)
     host = FakeHost(client, Side.RED, seed=1)
     referee = await host.start()
-    for _ in range(4):  # two moves each: the second one must not wait for a stuck first one
-        started = time.monotonic()
-        await host.ply()
-        assert time.monotonic() - started < 0.3 + 0.15
-        assert_view_matches(client, referee)
+    try:
+        for _ in range(4):  # two moves each: the second one must not wait for a stuck first one
+            started = time.monotonic()
+            await host.ply()
+            # The real deadline is the point here: the 0.3 s hard limit, not the stuck engine's 30 s
+            # (a generous margin for a loaded machine).
+            assert time.monotonic() - started < 0.3 + 1.0
+            assert_view_matches(client, referee)
+    finally:
+        if isinstance(engine, StuckEngine):
+            engine.release()
     assert client.fallback_moves == 2
 
 
 async def test_the_engine_gets_its_budget_and_its_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The soft deadline comes from the host's moveTimeAverage, the hard one from the profile, both on the
+    client's clock; the engine is told to stop once the soft one has passed on that clock, not before."""
+    clock = FakeClock()
     engine = PoliteEngine()
-    profile = register(monkeypatch, engine)
-    client = BotClient(profile, seed=2)
+    profile = register(monkeypatch, engine).model_copy(update={"move_time_hard": 5.0})
+    client = BotClient(profile, seed=2, clock=clock)
     host = FakeHost(client, Side.RED, seed=1, moveTimeAverage=0.05)
     await host.start()
-    started = time.monotonic()
-    await host.ply()
-    assert engine.stopped_at is not None and 0.04 <= engine.stopped_at - started < 0.25  # the soft deadline
+    asked_at = clock.now
+    ply = asyncio.create_task(host.ply())
+    assert await asyncio.to_thread(engine.searching.wait, 5)
+    budget = engine.budget
+    assert budget is not None
+    assert (budget.soft_deadline, budget.hard_deadline) == (asked_at + 0.05, asked_at + 5.0)
+    clock.advance(0.049)
+    await asyncio.sleep(0.02)  # the engine polls the clock meanwhile
+    assert not ply.done() and not budget.should_stop()
+    clock.advance(0.002)
+    await asyncio.wait_for(ply, 5)
+    assert engine.stopped_at == clock.now  # the first reading past the soft deadline
+    assert budget.stop.is_set()  # the client lets the search go once the move is out
     assert client.fallback_moves == 0
+
+
+async def test_fallback_moves_are_counted_per_game(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = BotClient(register(monkeypatch, IllegalEngine()), seed=9)
+    logged: list[MutableMapping[str, Any]] = []
+    for game_id in ("g-1", "g-2"):
+        host = FakeHost(client, Side.RED, seed=1, game_id=game_id)
+        await host.start()
+        for _ in range(4):
+            await host.ply()
+        assert client.fallback_moves == 2
+        with structlog.testing.capture_logs() as logs:
+            await client.handle_notification("gameOver", host.game_over())
+        logged += [e for e in logs if e["event"] == "bot.game_over"]
+    assert [(e["game"], e["fallback_moves"]) for e in logged] == [("g-1", 2), ("g-2", 2)]
+    assert client.fallback_moves == 0 and client.fallback_moves_total == 4
+
+
+async def test_a_repeated_game_over_is_taken_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same gameOver twice (and once more in the middle of the next game): one log line, one game in
+    the heartbeat, one game in the opponent store, one finished journal; the next game goes on."""
+    store = OpponentStore(tmp_path / "opponents.sqlite")
+    client = BotClient(register(monkeypatch, IllegalEngine()), seed=3, memory=OpponentMemory(store=store))
+
+    async def no_connection() -> Channel:
+        raise AssertionError("the test plays the host itself")
+
+    journal = GameJournal(tmp_path / "journal", "bot-t", fsync=False)
+    daemon = BotDaemon(client, HelloParams(name="bot-t", version="0", protocol=PROTOCOL_VERSION), no_connection,
+                       transport="memory", journal=journal, health_path=tmp_path / "health.json")
+    assert daemon.health is not None
+    host = FakeHost(client, Side.BLUE, seed=4, game_id="g-1", handler=daemon.handler)
+    await host.start()
+    for _ in range(6):
+        await host.ply()
+    over = host.game_over(winner=Side.BLUE, reason="flag")
+    with structlog.testing.capture_logs() as logs:
+        await daemon.handler.handle_notification("gameOver", over)
+        await daemon.handler.handle_notification("gameOver", over)
+        daemon.health.refresh(force=True)
+        beat = read_health(tmp_path / "health.json")
+        next_host = FakeHost(client, Side.RED, seed=5, game_id="g-2", handler=daemon.handler)
+        await next_host.start()
+        await next_host.ply()
+        calls = daemon.handler.calls
+        daemon.handler.game_over.clear()  # as a daemon stopping in g-2 does, to wait for g-2's end
+        await daemon.handler.handle_notification("gameOver", over)  # late, during g-2
+    [logged] = [e for e in logs if e["event"] == "bot.game_over"]
+    assert logged["game"] == "g-1" and logged["winner"] == "blue" and logged["won"] is True
+    assert logged["fallback_moves"] == 3
+    assert [e["game"] for e in logs if e["event"] == "bot.game_over_repeated"] == ["g-1", "g-1"]
+    assert beat is not None and beat["games"] == 1 and beat["fallback_moves"] == 3  # the process's, so far
+    assert store.history("tester").results == {"win": 1}
+    assert len(list((tmp_path / "journal" / "done").glob("g-1-*.jsonl"))) == 1
+    assert client.in_game and client.options.game_id == "g-2" and journal.open
+    assert daemon.handler.calls == calls > 0 and not daemon.handler.game_over.is_set()
+    assert client.results == [over]
+    journal.close()
+    store.close()
+
+
+async def test_a_draw_is_logged_without_a_winner() -> None:
+    client = BotClient(get_profile("random"), seed=3)
+    host = FakeHost(client, Side.RED, seed=2)
+    await host.start()
+    with structlog.testing.capture_logs() as logs:
+        await client.handle_notification("gameOver", host.game_over(winner=None))
+    [logged] = [e for e in logs if e["event"] == "bot.game_over"]
+    assert logged["winner"] is None and logged["won"] is None
 
 
 def test_move_times_take_the_tighter_limits() -> None:

@@ -3,13 +3,16 @@ positions: the same values, the same nodes, the same move; and a few tactics by 
 
 from __future__ import annotations
 
+import math
 import random
+import threading
+import time
 from typing import Any
 
 import pytest
 
 from engine_ext.core import Position
-from engine_ext.engine import initial_counts
+from engine_ext.engine import Engine, initial_counts
 from engine_ext.game import Game, RulesOptions
 from engine_ext.knowledge import KnowledgeView
 from engine_ext.pieces import Rank, Side
@@ -243,3 +246,140 @@ def test_an_approach_inside_the_search_line_brings_fear() -> None:
                               moved=[ids["E7"]])
         values[line_approach] = runner.search_depth(moves, 5)
     assert values[True] != pytest.approx(values[False])
+
+
+# --- limits that do not depend on the machine: the node budget and the fixed depth -----------------------
+
+NO_DEADLINE = math.inf
+
+
+def classic_view(seed: int = 4, plies: int = 30) -> Game:
+    """A classic game after some random plies, as the side to move sees it."""
+    game = semi_random_game(RulesOptions(ruleset=CLASSIC), seed)
+    rng = random.Random(seed)
+    for _ in range(plies):
+        game.play(rng.choice(game.referee.legal_moves()))
+    return game.view(game.referee.side_to_move)
+
+
+def budget_run(view: Game, params: SearchParams, nodes: int | None, threads: int = 1) -> dict[str, Any]:
+    runner = SearchRunner(view.position, int(view.side_to_move), initial_counts(view), params, threads=threads)
+    return runner.run(view.legal_codes(), NO_DEADLINE, NO_DEADLINE, nodes)
+
+
+def test_a_node_budget_gives_the_same_search_twice_and_on_any_number_of_threads() -> None:
+    view = classic_view()
+    params = params_for("perspecto", random_amplitude=2.0, flag_area=3)
+    first = budget_run(view, params, 50_000)
+    again = budget_run(view, params, 50_000)
+    two = budget_run(view, params, 50_000, threads=2)
+    for other in (again, two):
+        for key in ("depth", "values", "nodes", "ply_nodes", "limit"):
+            assert other[key] == first[key], key
+        assert [n for _, _, n in other["iterations"]] == [n for _, _, n in first["iterations"]]
+    assert two["threads"] == 1, "a budget searches on one thread"
+    assert first["limit"] == "nodes"
+    assert 0 < first["depth"] < params.max_depth
+
+
+def test_a_budget_keeps_the_last_complete_iteration_within_it() -> None:
+    # Every budget: the answer is a complete iteration (the same values as that depth searched alone)
+    # whose nodes, all iterations counted, stay within the budget. Both ways the budget ends the
+    # deepening occur: the forecast declines an iteration, or an iteration passes the budget and is
+    # thrown away.
+    view = classic_view()
+    params = params_for("perspecto", random_amplitude=2.0)
+    moves = view.legal_codes()
+    declined = thrown_away = 0
+    for budget in (int(200 * 1.25**k) for k in range(40)):  # 200 to 1.2 million
+        result = budget_run(view, params, budget)
+        assert result["limit"] == "nodes"
+        assert 1 <= result["depth"] < params.max_depth
+        assert result["iterations"][-1][2] <= budget
+        alone = SearchRunner(view.position, int(view.side_to_move), initial_counts(view), params)
+        assert result["values"] == alone.search_depth(moves, result["depth"])
+        if result["aborted"]:
+            thrown_away += 1
+            assert result["nodes"] > budget
+        else:
+            declined += 1
+            assert result["nodes"] <= budget
+    assert declined > 0
+    assert thrown_away > 0
+
+
+def test_a_budget_that_does_not_bind_changes_nothing() -> None:
+    view = classic_view()
+    params = params_for("perspecto", random_amplitude=2.0, max_depth=7)
+    free = budget_run(view, params, None)
+    generous = budget_run(view, params, 10**12)
+    for key in ("depth", "values", "nodes", "ply_nodes", "limit", "aborted"):
+        assert generous[key] == free[key], key
+    assert free["limit"] == "depth"
+    assert free["depth"] == 7
+
+
+def test_a_budget_below_the_first_iteration_still_answers_a_legal_move() -> None:
+    view = classic_view()
+    engine = Engine(builtin_settings("perspecto").model_copy(update={"seed": 3}))
+    choice = engine.choose_move(view, NO_DEADLINE, NO_DEADLINE, nodes=1)
+    assert choice.move in view.legal_moves()
+    assert choice.depth == 0
+    assert choice.limit == "nodes"
+
+
+def test_the_engine_under_a_budget_is_the_same_on_one_thread_or_two() -> None:
+    view = classic_view(seed=6, plies=60)
+    choices = []
+    for threads in (1, 2, 2):
+        engine = Engine(builtin_settings("perspecto").model_copy(update={"seed": 3, "threads": threads}))
+        choices.append(engine.choose_move(view, NO_DEADLINE, NO_DEADLINE, nodes=200_000))
+    first = choices[0]
+    assert first.limit == "nodes"
+    for other in choices[1:]:
+        assert (other.move, other.value, other.depth, other.nodes) == (first.move, first.value, first.depth,
+                                                                        first.nodes)
+
+
+def test_the_hard_deadline_still_wins_over_a_budget() -> None:
+    view = classic_view()
+    engine = Engine(builtin_settings("perspecto").model_copy(update={"seed": 3}))
+    now = time.monotonic()
+    choice = engine.choose_move(view, now, now, nodes=10**9)
+    assert choice.limit == "time"
+    assert choice.move in view.legal_moves()
+    assert choice.depth < engine.settings.max_depth
+
+
+def test_the_choice_says_a_stop_request_ended_it() -> None:
+    view = classic_view()
+    engine = Engine(builtin_settings("perspecto").model_copy(update={"seed": 3}))
+    stop = threading.Event()
+    stop.set()
+    choice = engine.choose_move(view, NO_DEADLINE, NO_DEADLINE, stop, nodes=10**9)
+    assert choice.limit == "stop"
+    assert choice.move in view.legal_moves()
+
+
+@pytest.mark.parametrize("depth", [3, 6])
+def test_a_fixed_depth_searches_exactly_that_deep(depth: int) -> None:
+    view = classic_view()
+    engine = Engine(builtin_settings("perspecto").model_copy(update={"seed": 3, "threads": 1}))
+    choice = engine.choose_move(view, NO_DEADLINE, NO_DEADLINE, depth=depth)
+    assert choice.depth == depth
+    assert choice.limit == "depth"
+    # The same as the settings' max_depth set to it: the keyword is that setting for one move.
+    same = Engine(builtin_settings("perspecto").model_copy(update={"seed": 3, "threads": 1, "max_depth": depth}))
+    other = same.choose_move(view, NO_DEADLINE, NO_DEADLINE)
+    assert (other.move, other.value, other.nodes) == (choice.move, choice.value, choice.nodes)
+
+
+def test_bad_limits_are_refused_with_a_clear_message() -> None:
+    view = classic_view()
+    engine = Engine(builtin_settings("perspecto"))
+    with pytest.raises(ValueError, match="node budget"):
+        engine.choose_move(view, NO_DEADLINE, NO_DEADLINE, nodes=0)
+    with pytest.raises(ValueError, match=r"search depth must be 1\.\.24"):
+        engine.choose_move(view, NO_DEADLINE, NO_DEADLINE, depth=25)
+    with pytest.raises(ValueError, match="node budget"):
+        budget_run(view, params_for("perspecto"), 0)

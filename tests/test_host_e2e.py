@@ -7,6 +7,7 @@ real bot, tests/bots/raw_bot.py for the misbehaving ones.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -183,6 +184,13 @@ async def test_host_command_pairs_bots_and_stops_after_max_games(tmp_path: Path)
         assert text.count(" plies") == 2
         assert "random-x" in text and "random-y" in text and "score" in text
         assert len(list(tmp_path.glob("*.json"))) == 2
+        # the standings: saved next to the records, both games in them
+        [saved] = (tmp_path / "standings").glob("*.json")
+        standings = json.loads(saved.read_text())
+        assert standings["final"] is True and standings["games"] == 2
+        assert {b["name"]: b["games"] for b in standings["bots"]} == {"random-x": 2, "random-y": 2}
+        assert sorted(Path(r["record"]).name for r in standings["results"]) == sorted(
+            p.name for p in tmp_path.glob("*.json"))
         # the host said goodbye at the end: both bots exit cleanly
         assert await asyncio.wait_for(first.wait(), 10) == 0
         assert await asyncio.wait_for(second.wait(), 10) == 0

@@ -48,16 +48,12 @@ from protocol.messages import (
     IllegalSetupParams,
     MoveModel,
     MoveReport,
-    SetGameOptionParams,
     SetOpponentSetupPieceParams,
 )
 from protocol.tcp import backoff_delays, connect_with_backoff, open_channel, parse_address, serve
+from tests.helpers import option
 
 A4, A5 = Square.parse("A4"), Square.parse("A5")
-
-
-def option(name: str, value: Any) -> SetGameOptionParams:
-    return SetGameOptionParams.model_validate({"option": name, "value": value})
 
 
 # One example call (params, result) for every method; notifications have no result.
@@ -322,6 +318,44 @@ async def test_endpoint_calls_errors_and_deadlines() -> None:
     await asyncio.wait_for(asyncio.gather(*tasks), 1)
     with pytest.raises(errors.ConnectionClosed):
         await host.call("createAISetup", CreateAISetupParams(), timeout=1)
+
+
+async def test_a_notification_sent_just_before_the_end_is_still_handled() -> None:
+    """A goodbye written right before the connection closes reaches the handler (it once was dropped with
+    the worker); a request queued behind a slow one when the connection ends is not handled any more."""
+
+    class Slow(Recorder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.requests: list[str] = []
+
+        async def handle_request(self, method: str, params: BaseModel) -> BaseModel:
+            self.requests.append(method)
+            await asyncio.sleep(0.2)
+            return Ack()
+
+    host_end, bot_end = memory_pipe()
+    recorder = Slow()
+    bot = Endpoint(bot_end, bot_codec(), recorder)
+    task = asyncio.create_task(bot.run())
+    codec = host_codec()
+    await host_end.send(codec.notification("goodbye", GoodbyeParams(reason="bye")))
+    await host_end.close()
+    await asyncio.wait_for(task, 2)
+    assert recorder.notifications == ["goodbye"]
+
+    host_end, bot_end = memory_pipe()
+    recorder = Slow()
+    bot = Endpoint(bot_end, bot_codec(), recorder)
+    task = asyncio.create_task(bot.run())
+    await host_end.send(codec.request("createAISetup", CreateAISetupParams())[1])
+    await asyncio.sleep(0.05)  # the first request is being handled
+    await host_end.send(codec.request("createAISetup", CreateAISetupParams())[1])
+    await host_end.send(codec.notification("goodbye", GoodbyeParams(reason="bye")))
+    await host_end.close()
+    await asyncio.wait_for(task, 2)
+    assert recorder.requests == ["createAISetup"]  # the queued one was dropped, the slow one cancelled
+    assert recorder.notifications == ["goodbye"]
 
 
 async def test_idle_timeout_closes_the_connection() -> None:

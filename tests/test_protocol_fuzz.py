@@ -31,6 +31,7 @@ from protocol.endpoint import Endpoint, MemoryChannel, memory_pipe
 from protocol.errors import ErrorCode
 from protocol.messages import BOT_TO_HOST, END_REASONS, GAME_OPTION_NAMES, HOST_TO_BOT, PROTOCOL_VERSION, HelloParams
 from protocol.tcp import open_channel
+from tests.helpers import ChannelWrapper
 
 EVENT_TYPES = (
     IncomingRequest, IncomingNotification, IncomingResult, IncomingError, BadResult, LateResponse, InvalidMessage,
@@ -210,21 +211,14 @@ def test_random_input_to_the_host(noise: list[bytes], batch: list[dict[str, Any]
     asyncio.run(scenario())
 
 
-class ChaosChannel:
+class ChaosChannel(ChannelWrapper):
     """Wraps a bot's channel and spoils its answers as told: garbage, a wrong result, silence, a hang-up."""
 
     def __init__(self, inner: MemoryChannel, skip: int, plan: list[int], rng: random.Random) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.skip = skip  # answers passed through untouched before the plan starts
         self.plan = plan
         self.rng = rng
-
-    @property
-    def peer(self) -> str:
-        return self.inner.peer
-
-    async def receive(self) -> bytes:
-        return await self.inner.receive()
 
     async def send(self, data: bytes) -> None:
         if self.skip > 0:
@@ -245,9 +239,6 @@ class ChaosChannel:
             await self.inner.close()
             return
         await self.inner.send(data)
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

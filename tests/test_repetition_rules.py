@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine_ext.game import Game, GameOver, IllegalMove, RulesOptions
 from engine_ext.notation import Move
-from engine_ext.pieces import Side
+from engine_ext.pieces import Rank, Side
+from engine_ext.rulesets import Square
 from tests.helpers import board_code
 
 
@@ -127,3 +132,115 @@ class TestMoreSquares:
         # empties red's list of forbidden positions.
         play(game, "A4-A3", "J7-J6", "A3-A4", "J6-J7")
         assert allowed(game, "E9-E8")
+
+
+# Two red lieutenants (A1, A2) swap squares while blue's sergeants (A3, C2) evade every chasing move, so
+# red's more-squares list is never emptied. After eight plies A2-A1 recreates the position after red's
+# first move by what stands on each square (a lieutenant on A1 and one on B2), though not piece by piece.
+SWAP = {"A1": "G", "A2": "G", "J1": "M", "A3": "R", "C2": "R", "A10": "Y", "J10": "P"}
+SWAP_MOVES = ["A2-B2", "C2-C1", "A1-B1", "C1-C2", "B2-A2", "A3-B3", "B1-B2", "B3-A3"]
+
+
+class TestTwoReadingsOfAPosition:
+    """Issue 19.13: our own moves must be legal whether a server keys a position by piece identity or by
+    what stands on each square; the opponent is judged by the permissive identity reading."""
+
+    def swapped(self) -> Game:
+        game = game_with(SWAP, two_squares=5, more_squares=True)
+        play(game, *SWAP_MOVES)
+        return game
+
+    def test_the_identity_reading_allows_the_swap(self) -> None:
+        game = self.swapped()
+        assert allowed(game, "A2-A1")  # how the opponent's moves are judged
+        game.check_move(Move.parse("A2-A1"))
+
+    def test_we_never_send_the_swap(self) -> None:
+        game = self.swapped()
+        sendable = game.sendable_moves()
+        assert Move.parse("A2-A1") not in sendable
+        assert set(sendable) == set(game.legal_moves()) - {Move.parse("A2-A1")}
+
+    def test_a_random_mover_never_chooses_it(self) -> None:
+        from bot.engine_interface import RandomEngine, SearchBudget
+
+        game = self.swapped()
+        chosen = {RandomEngine(seed).choose_move(game, SearchBudget.starting_now(1.0, 2.0)) for seed in range(200)}
+        assert Move.parse("A2-A1") not in chosen
+        assert len(chosen) > 1
+
+    def test_the_search_engine_roots_only_at_sendable_moves(self) -> None:
+        import time
+
+        from engine_ext.engine import Engine
+
+        game = self.swapped()
+        engine = Engine("minimax")
+        choice = engine.choose_move(game, time.monotonic() + 0.2, time.monotonic() + 2.0)
+        assert choice.move in game.sendable_moves()
+
+    def test_when_the_strict_reading_leaves_nothing_the_identity_reading_answers(self) -> None:
+        game = self.swapped()
+        game._repeats_by_contents = lambda code, forbidden: True  # type: ignore[method-assign]
+        assert game.sendable_codes() == game.legal_codes()
+
+    def test_the_list_empties_with_the_chase(self) -> None:
+        game = self.swapped()
+        play(game, "B2-C2", "J10-J9")  # blue answers far from C2: red's chase is over
+        play(game, "C2-B2", "J9-J10")
+        # A2-A1 is no longer a repetition of anything listed (the list holds only C2-B2's position now)
+        assert game.sendable_moves() == game.legal_moves()
+
+    def test_a_copy_keeps_the_contents_list(self) -> None:
+        game = self.swapped().copy()
+        assert Move.parse("A2-A1") not in game.sendable_moves()
+
+
+def chase_game(seed: int, plies: int = 120) -> int:
+    """A random chase in the corner A1-D4: two red lieutenants, two blue sergeants. Red mostly moves next
+    to a blue piece and blue mostly evades with a piece next to red's last move, so red's more-squares
+    list lives long and the two lieutenants often swap squares. At every ply: what ``sendable_moves``
+    offers is legal by identity; what it holds back recreates, square by square, a board that stood
+    after one of the same side's earlier moves; it offers nothing only when nothing is legal.
+    Returns how many moves it held back."""
+    rng = random.Random(seed)
+    corner = [f"{c}{r}" for c in "ABCD" for r in range(1, 5)]
+    squares = rng.sample(corner, 4)
+    pieces = {squares[0]: "G", squares[1]: "G", squares[2]: "R", squares[3]: "R", "J1": "M", "J10": "Y"}
+    game = game_with(pieces, two_squares=5, more_squares=True)
+    boards_after: dict[Side, list[dict[Square, tuple[Side, Rank]]]] = {Side.RED: [], Side.BLUE: []}
+    held_back = 0
+    for _ in range(plies):
+        if game.result is not None:
+            break
+        legal = game.legal_moves()
+        sendable = game.sendable_moves()
+        assert set(sendable) <= set(legal)
+        assert bool(sendable) == bool(legal)
+        for move in set(legal) - set(sendable):
+            held_back += 1
+            after = game.copy()
+            after.play(move)
+            assert after.pieces() in boards_after[game.side_to_move]
+        side = game.side_to_move
+        quiet = [m for m in legal if game.piece_at(m.to) is None and m.to.col < 4 and m.to.row < 4]
+        if side == Side.RED:
+            blue = list(game.pieces(Side.BLUE))
+            preferred = [m for m in quiet if any(m.to.adjacent(b) for b in blue)]
+        else:
+            last = game.history[-1].move.to
+            preferred = [m for m in quiet if m.frm.adjacent(last)]
+        pool = preferred if preferred and rng.random() < 0.9 else (quiet or legal)
+        game.play(rng.choice(pool))
+        boards_after[side].append(game.pieces())
+    return held_back
+
+
+def test_chases_hold_back_exactly_the_moves_that_repeat_a_board() -> None:
+    assert sum(chase_game(seed) for seed in range(300)) > 0  # the sweep does meet swaps
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**9))
+def test_chases_at_random(seed: int) -> None:
+    chase_game(seed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import stat
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from bot.client import BotClient
 from bot.config import get_profile
 from bot.daemon import BotDaemon, DaemonOptions
 from bot.host import BotSession, GameResult, Host, HostSettings
-from bot.journal import GameJournal, JournalEntry, JournalError, ResumableHandler, replay
+from bot.journal import GameJournal, JournalEntry, JournalError, ResumableHandler, read_finished, replay
 from engine_ext.game import Game, MoveResult
 from engine_ext.pieces import Side
 from engine_ext.record import GameRecord
@@ -34,26 +35,20 @@ from protocol.messages import (
     HelloResult,
     MoveModel,
 )
+from tests.helpers import ChannelWrapper
 from tests.mqtt_broker import BotProcesses, journal_moves
 
 NORMAL_ENDS = {"flag", "no_moves", "no_movable_pieces", "move_limit"}
 
 
-class DroppingChannel:
+class DroppingChannel(ChannelWrapper):
     """The bot's end of a pipe that breaks as the bot sends the answer ``breaks_on`` picks: that answer is
     lost, as when a connection dies just after the bot wrote it."""
 
     def __init__(self, inner: MemoryChannel, breaks_on: Callable[[bytes], bool]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.breaks_on = breaks_on
         self.dropped: list[bytes] = []
-
-    @property
-    def peer(self) -> str:
-        return self.inner.peer
-
-    async def receive(self) -> bytes:
-        return await self.inner.receive()
 
     async def send(self, data: bytes) -> None:
         if self.breaks_on(data):
@@ -61,9 +56,6 @@ class DroppingChannel:
             await self.inner.close()
             raise ConnectionResetError("the connection broke as the answer went out")
         await self.inner.send(data)
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 class Stack:
@@ -166,13 +158,20 @@ def test_a_plain_hello_is_the_1_0_message() -> None:
     answer = HelloResult(host="h", version="1", protocol="1.0", session="s")
     assert set(answer.to_wire()) == {"host", "version", "protocol", "session"}
     resuming = HelloParams(name="b", version="1", protocol="1.0", features=[RESUME_FEATURE], resume_game="g-1",
-                           resume_calls=12)
+                           resume_calls=12, resume_key="k3y")
     assert resuming.to_wire()["resumeGame"] == "g-1" and resuming.to_wire()["resumeCalls"] == 12
+    assert resuming.to_wire()["resumeKey"] == "k3y"
+    keyed = HelloResult(host="h", version="1", protocol="1.0", session="s", resume_key="k3y")
+    assert keyed.to_wire()["resumeKey"] == "k3y"
 
 
 @pytest.mark.parametrize("params, problem", [
     ({"resumeGame": "g"}, "come together"),
     ({"resumeCalls": 3}, "come together"),
+    ({"resumeGame": "g", "resumeCalls": 3}, "resumeKey come together"),  # the name alone proves nothing
+    ({"resumeKey": "k"}, "come together"),
+    ({"resumeGame": "g", "resumeCalls": 1, "resumeKey": ""}, "resumeKey"),
+    ({"resumeGame": "g", "resumeCalls": 1, "resumeKey": "k" * 129}, "resumeKey"),
     ({"resumeGame": "g", "resumeCalls": -1}, "resumeCalls"),
     ({"resumeGame": "", "resumeCalls": 1}, "resumeGame"),
     ({"features": "resume"}, "features"),
@@ -185,7 +184,59 @@ def test_resume_fields_are_validated(params: dict[str, Any], problem: str) -> No
     assert problem in event.error.message
 
 
+async def say_hello(host: Host, **params: Any) -> dict[str, Any]:
+    """The host's answer to one hello on a fresh in-memory connection (raw lines, as any peer could send)."""
+    bot_end, host_end = memory_pipe()
+    host._spawn(host._serve_connection(host_end))
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "hello", "params": params}
+    await bot_end.send(json.dumps(hello).encode() + b"\n")
+    answer: dict[str, Any] = json.loads(await asyncio.wait_for(bot_end.receive(), 5))
+    return answer
+
+
+async def test_the_host_gives_each_session_that_can_resume_its_own_key() -> None:
+    host = Host(HostSettings())
+    try:
+        base = {"name": "b", "version": "1", "protocol": "1.0"}
+        plain = await say_hello(host, **base)
+        assert set(plain["result"]) == {"host", "version", "protocol", "session"}  # 1.0, no key
+        first = (await say_hello(host, **base, features=[RESUME_FEATURE]))["result"]
+        second = (await say_hello(host, **base, features=[RESUME_FEATURE]))["result"]
+        assert len(first["resumeKey"]) >= 40 and first["resumeKey"] != second["resumeKey"]
+        keys = {s.id: s.resume_key for s in host.sessions.values()}
+        assert keys[first["session"]] == first["resumeKey"] and keys[plain["result"]["session"]] is None
+        # a game nobody plays: not resumed, whatever the key; the connection becomes a session of its own
+        late = await say_hello(host, **base, features=[RESUME_FEATURE], resumeGame="g-0", resumeCalls=3,
+                               resumeKey=first["resumeKey"])
+        assert late["result"]["resumed"] is False and late["result"]["resumeKey"] not in (None, first["resumeKey"])
+    finally:
+        await host.close()
+
+
 # --- the journal ------------------------------------------------------------------------------------------
+
+
+def test_the_journal_keeps_the_resume_key_for_its_owner_only(tmp_path: Path) -> None:
+    journal = GameJournal(tmp_path, "bot")
+    journal.begin("s3cret-key")
+    journal.record("getAIMove", GetAIMoveParams(ply=0), error=errors.OutOfOrder("no setup yet"))
+    journal.close()
+    assert stat.S_IMODE(journal.path.stat().st_mode) == 0o600
+    again = GameJournal(tmp_path, "bot")
+    again.load()
+    assert again.open and again.resume_key == "s3cret-key"
+    handler = ResumableHandler(BotClient(get_profile("random"), seed=1), again)
+    assert handler.resume_fields("g-1") is None  # nothing restored yet: no key to present
+    handler.restored(again.entries)
+    assert handler.resume_fields("g-1") == {"resume_game": "g-1", "resume_calls": 1, "resume_key": "s3cret-key"}
+    assert handler.resume_fields(None) is None
+    # a journal written before keys existed: the game cannot be resumed, so none is asked for
+    keyless = GameJournal(tmp_path / "old", "bot")
+    keyless.begin()
+    keyless.close()
+    keyless.load()
+    assert keyless.resume_key is None
+    assert ResumableHandler(BotClient(get_profile("random"), seed=1), keyless).resume_fields("g-1") is None
 
 
 async def test_the_journal_replays_a_game_into_a_fresh_client(stack: Stack, tmp_path: Path) -> None:
@@ -326,6 +377,35 @@ async def test_a_resume_whose_count_does_not_fit_is_refused_and_the_game_forfeit
     assert not stack.daemons["a"].client.in_game
 
 
+async def test_a_bot_with_the_wrong_key_is_refused_and_starts_afresh(tmp_path: Path) -> None:
+    """A resume with a key that is not the seat's (its journal from another session, say) is refused to that
+    connection: the seat waits out its grace and forfeits, and the bot comes back as a fresh session."""
+    host = Host(HostSettings(move_limit=200, move_time_max=2.0, grace=0.3, call_timeout=3.0, resume_grace=1.0))
+    await host.start()
+    stack = Stack(host, tmp_path)
+    try:
+        stack.start("a", seed=1)
+        stack.start("b", seed=2)
+        red, blue = await stack.claim("a", "b")
+
+        async def lose_the_key(game: Game) -> None:
+            assert red.resume_key is not None and stack.daemons["a"].handler.resume_key == red.resume_key
+            stack.daemons["a"].handler.resume_key = "not-the-key"
+            await red.endpoint.close("the network failed")
+
+        result = await host.play_game(red, blue, on_move=at_ply(30, lose_the_key))
+        assert result.reason == "forfeit_crash" and result.forfeits == {Side.RED}
+        assert "did not come back" in (result.detail or ""), result.detail
+        fresh = await host.wait_for_bot(token="a", timeout=5)
+        assert fresh is not red and fresh.resume_key not in (None, red.resume_key)
+        assert stack.daemons["a"].resumes == 0 and not stack.daemons["a"].client.in_game
+        _entries, end = read_finished(finished_journal(stack, "a", result.game_id))
+        assert end is not None and end["end"] == "resume refused"
+    finally:
+        await stack.stop()
+        await host.close()
+
+
 async def test_without_a_resume_grace_a_dropped_bot_forfeits_at_once(tmp_path: Path) -> None:
     host = Host(HostSettings(move_limit=200, move_time_max=2.0, call_timeout=3.0))
     await host.start()
@@ -369,6 +449,9 @@ async def test_a_bot_process_killed_mid_game_resumes_over_tcp(tmp_path: Path) ->
             assert journal_moves(await bots.finished_journal(token, result.game_id)) == recorded
         [replayed] = bots.events("b", "bot.journal_replayed")
         assert replayed["game"] == result.game_id
+        # the new process presented the key its journal kept from the first one's hello
+        header = json.loads((await bots.finished_journal("b", result.game_id)).read_text().splitlines()[0])
+        assert header["resumeKey"] == blue.resume_key is not None
         for session in (red, blue):
             await session.goodbye("test over")
         for process in processes.values():

@@ -498,3 +498,34 @@ def test_counts_of_library_match_rulesets(library: SetupLibrary) -> None:
     for entry in library:
         counts = Counter(r for r in entry.setup.cells if r is not None)
         assert dict(counts) == {r: n for r, n in entry.ruleset.pieces.items() if n}
+
+
+@pytest.mark.parametrize("notation", [n.value for n in Notation])
+def test_cli_check_accepts_what_generate_prints(
+    notation: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Saved as printed (board picture, score and all), a generated setup is a file ``check`` accepts.
+    assert _run(["setups", "generate", "--seed", "9", "--notation", notation]) == 0
+    saved = tmp_path / "generated.txt"
+    saved.write_text(capsys.readouterr().out, encoding="utf-8")
+    assert _run(["setups", "check", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("legal") and format_setup(generate_setup(CLASSIC, 9)) in out  # read back as is
+
+
+def test_cli_generate_plain_prints_only_the_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["setups", "generate", "--seed", "9", "--ruleset", "barrage", "--plain", "--notation", "ucc"]) == 0
+    out = capsys.readouterr().out
+    assert out == format_setup(generate_setup(BARRAGE, 9), Notation.UCC) + "\n"
+    saved = tmp_path / "plain.txt"
+    saved.write_text(out, encoding="utf-8")
+    assert _run(["setups", "check", str(saved), "--ruleset", "barrage"]) == 0
+
+
+def test_cli_check_reads_only_the_rows_under_the_heading(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The heading names the notation; a bad row under it is still reported as such.
+    text = "a picture\nucc notation, front row first:\n" + format_setup(generate_setup(CLASSIC, 4), "ucc")
+    bad = tmp_path / "bad.txt"
+    bad.write_text(text.replace("F", "9", 1) + "\nfooter\n", encoding="utf-8")
+    assert _run(["setups", "check", str(bad)]) == 1
+    assert "illegal: red has 0 flag(s)" in capsys.readouterr().out

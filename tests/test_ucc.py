@@ -9,10 +9,12 @@ the spec rather than against itself.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import queue
 import random
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -55,6 +57,7 @@ from protocol.ucc import (
     parse_setup_lines,
     to_square,
 )
+from tests.helpers import BrokenEngine
 
 ROOT = Path(__file__).resolve().parent.parent
 UCC_CMD = [sys.executable, "-m", "bot.cli", "ucc", "--profile", "random"]
@@ -467,6 +470,7 @@ def test_whole_game_as_a_child_process(colour: Side) -> None:
     assert bot.rest_of_stdout() == []  # nothing but protocol lines on stdout, all of them read
     assert referee.bot_moves > 10
     assert "ucc.game" in bot.stderr and "ucc.quit" in bot.stderr
+    assert "ucc.killed" not in bot.stderr  # it logged its own end: its witness kept silent
     # The bot tracked the board exactly: no disagreement with the rows, no fallback move.
     assert "ucc.board_mismatch" not in bot.stderr and "ucc.fallback_move" not in bot.stderr, bot.stderr[-2000:]
     assert "board_mismatches=0 fallback_moves=0" in bot.stderr
@@ -625,13 +629,6 @@ class SlowEngine:
         return game.legal_moves()[0]
 
 
-class BrokenEngine:
-    name = "broken"
-
-    def choose_move(self, game: Game, budget: SearchBudget) -> Move:
-        raise RuntimeError("boom")
-
-
 class RightmostEngine:
     """Plays with the pieces furthest right, so the left columns stay free for a scripted opponent."""
 
@@ -693,6 +690,28 @@ def test_board_rows_win_over_a_wrong_view() -> None:
     mismatches = [e for e in logs if e["event"] == "ucc.board_mismatch"]
     assert len(mismatches) == 1 and mismatches[0]["log_level"] == "warning"
     assert mismatches[0]["referee"] == rows and mismatches[0]["ours"] != rows
+
+
+def test_the_profile_for_the_opponent_plays_and_a_broken_one_falls_back() -> None:
+    def hunter(opponent: str) -> tuple[Any, tuple[float, float], str] | None:
+        return (RandomEngine(2), (0.5, 1.0), "hunter") if opponent == "scripted-referee" else None
+
+    def broken(opponent: str) -> tuple[Any, tuple[float, float], str] | None:
+        raise ValueError("no such engine")
+
+    for engine_for, expected in ((hunter, "hunter"), (broken, "random")):
+        with structlog.testing.capture_logs() as logs:
+            bot = _player(RandomEngine(1), engine_for=engine_for, profile_name="random")
+            ref = Referee(bot, Side.RED, seed=3)
+            ref.start()
+            for _ in range(4):
+                assert ref.step()
+            bot.send("QUIT")
+            assert bot.wait(3) == 0
+        [game] = [e for e in logs if e["event"] == "ucc.game"]
+        assert game["profile"] == expected and bot.player.soft == (0.5 if expected == "hunter" else 1.0)
+        failed = [e for e in logs if e["event"] == "ucc.profile_failed"]
+        assert len(failed) == (expected == "random")
 
 
 def test_the_opponent_may_break_the_repetition_rules() -> None:
@@ -813,3 +832,128 @@ async def test_surrender_and_quit() -> None:
     with pytest.raises(UccSurrender):
         await program.get_move(rows, None)
     assert await program.quit("BLUE") == 0
+
+
+# --- the entrant's path: a wrapper for a referee that runs a bare path, the profile, the last log line --
+
+STAND_IN = ROOT / "tests" / "ucc_stand_in_referee.py"
+
+
+def write_wrapper(path: Path, *options: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bot.cli", "ucc", "--write-wrapper", str(path), *options],
+                          cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def under_stand_in(program: Path | str, *options: str, cwd: Path) -> tuple[dict[str, Any], str]:
+    """One game under the stand-in referee, run from ``cwd`` without PYTHONPATH (an entrant's shell);
+    returns its report and the program's stderr (which the witness may add to after the program died)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PERSPECTO_CONFIG_DIR")}
+    run = subprocess.run([sys.executable, str(STAND_IN), str(program), *options], cwd=cwd, env=env,
+                         capture_output=True, text=True, timeout=60)
+    return json.loads(run.stdout), run.stderr
+
+
+def test_a_written_wrapper_plays_under_a_referee_that_runs_a_bare_path(tmp_path: Path) -> None:
+    wrapper = tmp_path / "perspecto-ucc"
+    written = write_wrapper(wrapper, "--profile", "random", "--seed", "5")
+    assert written.returncode == 0, written.stderr
+    assert f"stratego -T 2 {wrapper} OTHER_PROGRAM" in written.stdout
+    text = wrapper.read_text()
+    assert text.startswith("#!/bin/sh\n") and os.access(wrapper, os.X_OK)
+    [exec_line] = [line for line in text.splitlines() if line.startswith("exec ")]
+    assert exec_line.split()[1].startswith("/") and f"--config {ROOT / 'config'}" in exec_line
+
+    report, stderr = under_stand_in(wrapper, "--colour", "blue", "--moves", "4", cwd=tmp_path)
+    assert report["error"] is None, stderr
+    assert report["bot_moves"] == 4 and report["exit"] == 0 and not report["killed"]
+    # The wrapper exec'd: the process the referee runs (and would kill) is Perspecto itself, not a shell.
+    assert report["cmdline"][2:] == ["ucc", "--config", str(ROOT / "config"), "--profile", "random", "--seed", "5"]
+    assert "profile=random" in stderr and "ucc.quit" in stderr and "ucc.killed" not in stderr
+
+
+def test_ucc_starts_without_importing_the_other_commands() -> None:
+    # The referee wants the setup within -T seconds (2 by default) of starting the program; the match
+    # command alone (its statistics) costs a second of imports.
+    probe = ("import sys; from bot import cli; cli.build_parser(cli.command_module(['ucc', '--seed', '1'])); "
+             "print(sorted(m for m in sys.modules if m.startswith('bot.commands.') or m == 'scipy'))")
+    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert run.stdout.split() == ["['bot.commands.config',", "'bot.commands.ucc']"], run.stderr
+
+
+def test_the_old_example_does_not_run_under_a_referee_that_runs_a_bare_path(tmp_path: Path) -> None:
+    report, _ = under_stand_in("perspecto ucc --profile random", cwd=tmp_path)
+    assert "not an executable file" in report["error"] and report["bot_moves"] == 0
+
+
+def test_write_wrapper_rewrites_its_own_file_only(tmp_path: Path) -> None:
+    wrapper = tmp_path / "w"
+    assert write_wrapper(wrapper, "--profile", "random").returncode == 0
+    assert write_wrapper(wrapper, "--profile", "minimax", "--move-time", "5").returncode == 0
+    assert "--profile minimax --move-time 5" in wrapper.read_text()
+    other = tmp_path / "notes.txt"
+    other.write_text("mine\n")
+    refused = write_wrapper(other, "--profile", "random")
+    assert refused.returncode == 2 and "ucc.wrapper_refused" in refused.stderr and other.read_text() == "mine\n"
+    assert write_wrapper(tmp_path / "x", "--profile", "no-such-profile").returncode == 2
+    assert not (tmp_path / "x").exists()
+
+
+def _config(folder: Path, main: str = "", **profiles: str) -> Path:
+    (folder / "profiles").mkdir(parents=True)
+    (folder / "perspecto.toml").write_text(main)
+    for name, body in profiles.items():
+        (folder / "profiles" / f"{name}.toml").write_text(body)
+    return folder
+
+
+@pytest.mark.parametrize(("main", "expected"), [
+    ('default_profile = "mine"\n', "hunter"),  # chosen by the opponent's name, as perspecto bot chooses
+    ('default_profile = "mine"\nprofile = "mine"\n', "mine"),  # the configuration's one profile for all
+])
+def test_without_profile_ucc_chooses_as_perspecto_bot_does(main: str, expected: str, tmp_path: Path) -> None:
+    config = _config(tmp_path / "config", main, mine='engine = "random"\n',
+                     hunter='engine = "random"\nmatch = ["scripted-*"]\n')
+    bot = Child(argv=[*UCC_CMD[:4], "--config", str(config), "--seed", "2"])
+    ref = Referee(bot, Side.RED, seed=2)  # the colour line names the opponent "scripted-referee"
+    ref.start()
+    for _ in range(4):
+        ref.step()
+    bot.send("QUIT")
+    assert bot.wait(10) == 0
+    assert f"profile={expected}" in bot.stderr
+
+
+def test_without_profile_ucc_plays_the_default_profile_of_the_configuration(tmp_path: Path) -> None:
+    config = _config(tmp_path / "config", 'default_profile = "mine"\n', mine='engine = "random"\n')
+    bot = Child(argv=[*UCC_CMD[:4], "--config", str(config)])
+    Referee(bot, Side.BLUE).start()
+    bot.send("QUIT")
+    assert bot.wait(10) == 0
+    assert "profile=mine" in bot.stderr  # not the built-in perspecto
+
+
+@pytest.fixture(scope="module")
+def random_wrapper(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wrapper written by hand (this checkout's code, whatever perspecto is installed)."""
+    wrapper = tmp_path_factory.mktemp("wrapper") / "perspecto-ucc"
+    wrapper.write_text(f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(ROOT))} exec {shlex.quote(sys.executable)} -m bot.cli "
+                       f"ucc --config {shlex.quote(str(ROOT / 'config'))} --profile random\n")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+@pytest.mark.parametrize(("end", "seed"), [("win", 1), ("win", 2), ("win", 3), ("lose", 4)])
+def test_the_end_of_the_game_is_logged_though_the_referee_kills_at_once(
+    end: str, seed: int, random_wrapper: Path, tmp_path: Path
+) -> None:
+    # The referee sends QUIT and kills its programs microseconds later (--grace 0); after a win by the
+    # program's own move there is no echo first, and a loser is stopped (SIGSTOP) when the QUIT comes.
+    wrapper = random_wrapper
+    report, stderr = under_stand_in(wrapper, "--moves", "3", "--end", end, "--grace", "0", "--seed", str(seed),
+                                    cwd=tmp_path)
+    assert report["error"] is None and report["bot_moves"] == 3, stderr
+    ends = [line for line in stderr.splitlines() if "ucc.quit" in line or "ucc.killed" in line]
+    assert ends, stderr  # the player's own ucc.quit, or its witness's ucc.killed
+    if any("ucc.killed" in line for line in ends):
+        [killed] = [line for line in ends if "ucc.killed" in line]
+        assert "moves=3" in killed and "profile=random" in killed

@@ -20,7 +20,7 @@ from engine_ext.pieces import Side
 from engine_ext.rulesets import CLASSIC
 from protocol.messages import GameOverParams
 from protocol.ucc import parse_answer
-from tests.test_bot_client import FakeHost, assert_view_matches, register
+from tests.helpers import FakeHost, assert_view_matches, register
 from tests.test_match_cli import perspecto
 from tests.test_ucc import SPEC_RED_SETUP, UCC_CMD, spec_setup
 

@@ -18,9 +18,9 @@ from bot.journal import GameJournal
 from bot.learning import OpponentMemory
 from bot.logging_setup import configure_logging
 from bot.opponent_store import OpponentStore
-from bot.profiles import ProfileSet
+from bot.profiles import load_configuration
 from bot.runtime import run
-from bot.settings import ConfigError, ConnectionSettings, config_dir, load_settings
+from bot.settings import ConnectionSettings
 from protocol.messages import PROTOCOL_VERSION, HelloParams
 from protocol.mqtt import MqttChannel, MqttSettings, bot_id_from_name, check_id
 from protocol.tcp import connect_with_backoff, parse_address
@@ -103,12 +103,8 @@ def mqtt_from_settings(conn: ConnectionSettings, link_timeout: float) -> MqttSet
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        settings = load_settings(args.config)
-        profiles = ProfileSet.load(config_dir(args.config), settings.default_profile)
-    except (ConfigError, ProfileError) as exc:
-        Console(stderr=True).print(f"configuration error:\n{exc}", markup=False, highlight=False)
-        return 2
+    # Every profile, engine parameters included, before connecting: a ConfigError exits 2 (bot/cli.py).
+    settings, profiles = load_configuration(args.config)
     configure_logging(args.log_level or settings.logging.level, settings.logging.format)
     conn = settings.connection
     attempts = args.connect_attempts or conn.connect_attempts

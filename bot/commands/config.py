@@ -9,16 +9,15 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bot.config import BotProfile, ProfileError
-from bot.profiles import ProfileSet
-from bot.settings import ConfigError, DaemonSettings, config_dir, load_settings
-from engine_ext.rulesets import get_ruleset
+from bot.profiles import load_configuration
+from bot.settings import ConfigDirMissing, ConfigError, config_dir
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("config", help="check or show the configuration (perspecto.toml and profiles)")
     actions = p.add_subparsers(dest="config_action", metavar="ACTION", required=True)
-    check = actions.add_parser("check", help="validate everything; exit 1 naming each bad key")
+    check = actions.add_parser("check", help="validate everything; exit 1 naming each bad key "
+                               "(2: the directory is not there)")
     check.add_argument("--config", help="configuration directory (default $PERSPECTO_CONFIG_DIR or ./config)")
     check.set_defaults(func=run_check)
     show = actions.add_parser("show", help="print the merged configuration, secrets masked")
@@ -28,50 +27,28 @@ def register(sub: Any) -> None:
     show.set_defaults(func=run_show)
 
 
-def load_all(directory: str | None) -> tuple[DaemonSettings, ProfileSet]:
-    """Settings and profiles, with every problem found reported in one ``ConfigError``."""
-    settings = load_settings(directory)
-    try:
-        profiles = ProfileSet.load(config_dir(directory), settings.default_profile)
-    except ProfileError as exc:
-        raise ConfigError(str(exc)) from None
-    problems = [problem for profile in profiles.profiles.values() for problem in profile_problems(profile)]
-    if settings.profile and settings.profile not in profiles.profiles:
-        problems.append(f"perspecto.toml: profile: {settings.profile!r} does not exist")
-    # "default" may be left to the built-in fallback; any other default must exist.
-    if settings.default_profile != "default" and settings.default_profile not in profiles.profiles:
-        problems.append(f"perspecto.toml: default_profile: {settings.default_profile!r} does not exist")
-    if problems:
-        raise ConfigError("\n".join(problems))
-    return settings, profiles
+def report_config_error(exc: ConfigError) -> None:
+    """How configuration errors are shown, by ``config check`` and by every command that refuses to start
+    (bot/cli.py): one problem a line, never wrapped, so that a name can be found in a log."""
+    err = Console(stderr=True)
+    err.print("[red]configuration has errors:[/red]")
+    for line in str(exc).splitlines():
+        err.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 
 
-def profile_problems(profile: BotProfile) -> list[str]:
-    """What only shows when the profile is used: engine parameters and setup names."""
-    problems = []
-    try:
-        profile.create_engine(seed=0)
-    except (ProfileError, ValueError) as exc:
-        problems.append(str(exc))
-    try:
-        from setups.choice import SetupChooser
-
-        SetupChooser(profile.setup, get_ruleset("classic"))
-    except Exception as exc:  # any failure is the profile's problem
-        problems.append(f"profile {profile.name!r}: setup: {exc}")
-    return problems
+def _exit_code(exc: ConfigError) -> int:
+    """2 when the directory named is not there (the command was given a bad argument), 1 when the
+    configuration it holds has errors."""
+    return 2 if isinstance(exc, ConfigDirMissing) else 1
 
 
 def run_check(args: argparse.Namespace) -> int:
     console = Console()
     try:
-        settings, profiles = load_all(args.config)
+        settings, profiles = load_configuration(args.config)
     except ConfigError as exc:
-        err = Console(stderr=True)
-        err.print("[red]configuration has errors:[/red]")
-        for line in str(exc).splitlines():
-            err.print(f"  {line}", markup=False, highlight=False)
-        return 1
+        report_config_error(exc)
+        return _exit_code(exc)
     console.print(
         f"configuration OK: {config_dir(args.config)} — {len(profiles.files)} profile file(s), "
         f"transport {settings.connection.transport}, default profile {profiles.select(None).name!r}"
@@ -81,10 +58,10 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     try:
-        settings, profiles = load_all(args.config)
+        settings, profiles = load_configuration(args.config)
     except ConfigError as exc:
-        Console(stderr=True).print(str(exc), markup=False, highlight=False)
-        return 1
+        report_config_error(exc)
+        return _exit_code(exc)
     data: dict[str, Any] = {
         "config_dir": str(config_dir(args.config)),
         "settings": settings.redacted(),

@@ -1,9 +1,22 @@
-"""``perspecto host``: the referee bots connect to; it pairs them and plays games between them."""
+"""``perspecto host``: the referee bots connect to; it pairs them and plays games between them.
+
+It stops cleanly on SIGTERM or SIGINT: no new games, the games under way get ``--stop-grace`` seconds to
+finish and are adjourned after that, every bot gets a goodbye, the standings are printed and saved, exit
+0. A second signal quits at once (exit 128 + the signal); the standings file is kept up to date after
+every game, so it still holds every finished game.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +27,7 @@ from bot.commands.bot import DEFAULT_LINK_TIMEOUT, add_mqtt_arguments, mqtt_sett
 from bot.host import GameResult, Host, HostSettings, standings
 from bot.logging_setup import configure_logging
 from bot.runtime import run
+from engine_ext.pieces import Side
 from engine_ext.rulesets import RULESETS
 from protocol.errors import ConnectFailed
 from protocol.tcp import parse_address
@@ -45,12 +59,87 @@ def host_settings(args: argparse.Namespace, **extra: Any) -> HostSettings:
 
 
 def standings_table(results: list[GameResult]) -> Table:
-    table = Table(title=f"{len(results)} games")
-    for column in ("bot", "games", "W", "D", "L", "F", "score"):
+    adjourned = sum(r.adjourned for r in results)
+    table = Table(title=f"{len(results)} games" + (f", {adjourned} adjourned" if adjourned else ""))
+    for column in ("bot", "games", "W", "D", "L", "F", "adj", "score"):
         table.add_column(column, justify="left" if column == "bot" else "right")
     for name, t in standings(results).items():
-        table.add_row(name, *(str(v) for v in (t.games, t.wins, t.draws, t.losses, t.forfeits, t.score)))
+        row = (t.games, t.wins, t.draws, t.losses, t.forfeits, t.adjourned, t.score)
+        table.add_row(name, *(str(v) for v in row))
     return table
+
+
+STANDINGS_FORMAT = "perspecto-standings/1"
+
+
+def standings_document(run_id: str, results: Iterable[GameResult], *, final: bool) -> dict[str, Any]:
+    """The standings file: every bot's tally and every game (with its record's file), JSON-ready.
+    ``final``: the host has stopped (otherwise it is the state after the latest game)."""
+    results = list(results)
+    return {
+        "format": STANDINGS_FORMAT,
+        "run": run_id,
+        "final": final,
+        "updated": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "games": len(results),
+        "bots": [
+            {"name": name, "games": t.games, "wins": t.wins, "draws": t.draws, "losses": t.losses,
+             "forfeits": t.forfeits, "adjourned": t.adjourned, "score": t.score}
+            for name, t in standings(results).items()
+        ],
+        "results": [
+            {"game_id": r.game_id, "red": r.names[Side.RED], "blue": r.names[Side.BLUE],
+             "winner": None if r.winner is None else str(r.winner), "reason": r.reason, "plies": r.plies,
+             "scores": {"red": r.score(Side.RED), "blue": r.score(Side.BLUE)}, "detail": r.detail,
+             "record": None if r.record_path is None else str(r.record_path)}
+            for r in results
+        ],
+    }
+
+
+def save_standings(path: Path, document: dict[str, Any]) -> None:
+    """Write by rename: a reader (or a second signal) never meets half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+class StopSignals:
+    """SIGTERM and SIGINT on the event loop: the first sets ``requested`` (the host winds down), the
+    second quits the process at once with 128 + the signal, as ``perspecto bot`` does."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.requested = asyncio.Event()
+        self.signal: int | None = None
+        self._installed: list[int] = []
+
+    def install(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in self.SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                loop.add_signal_handler(signum, self._on_signal, signum)
+                self._installed.append(signum)
+
+    def remove(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in self._installed:
+            loop.remove_signal_handler(signum)
+        self._installed.clear()
+
+    def _on_signal(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        if self.signal is None:
+            self.signal = signum
+            self.requested.set()
+            return
+        self.console.print(f"[red]{name} again: quitting now[/red]", highlight=False)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(128 + signum)
 
 
 def register(subparsers: Any) -> None:
@@ -68,6 +157,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--resume-grace", type=float, default=30.0,
                    help="seconds (per bot and game) a game waits for a bot that lost its connection to resume it; "
                    "0: it forfeits at once (default %(default)s)")
+    p.add_argument("--stop-grace", type=float, default=30.0,
+                   help="on SIGTERM/SIGINT, seconds the games under way get to finish before they are adjourned "
+                   "(default %(default)s)")
+    p.add_argument("--standings", type=Path, metavar="FILE",
+                   help="where the standings are saved, after every game and at the end (default: "
+                   "RECORDS/standings/RUN.json; none with --no-records)")
     add_mqtt_arguments(p, "also serve bots through this MQTT broker")
     add_rules_arguments(p)
     p.set_defaults(func=main)
@@ -83,13 +178,32 @@ def main(args: argparse.Namespace) -> int:
         mqtt = mqtt_settings(args, link_timeout=link_timeout) if args.mqtt else None
         settings = host_settings(args, host=address, port=port, tokens=frozenset(args.token) if args.token else None,
                                  resume_grace=args.resume_grace, mqtt=mqtt)
+        if args.stop_grace < 0:
+            raise ValueError(f"--stop-grace must be 0 or more, not {args.stop_grace:g}")
     except ValueError as exc:
         Console(stderr=True).print(f"[red]{exc}[/red]")
         return 2
     return run(_serve(settings, args, console))
 
 
+def standings_path(args: argparse.Namespace, run_id: str) -> Path | None:
+    if args.standings is not None:
+        return Path(args.standings)
+    if args.no_records:
+        return None
+    return Path(args.records) / "standings" / f"{run_id}.json"
+
+
 async def _serve(settings: HostSettings, args: argparse.Namespace, console: Console) -> int:
+    signals = StopSignals(console)
+    signals.install()  # before anything else: a signal while starting is a stop too, never a traceback
+    try:
+        return await _host(settings, args, console, signals)
+    finally:
+        signals.remove()
+
+
+async def _host(settings: HostSettings, args: argparse.Namespace, console: Console, signals: StopSignals) -> int:
     host = Host(settings)
     try:
         port = await host.start()
@@ -105,16 +219,56 @@ async def _serve(settings: HostSettings, args: argparse.Namespace, console: Cons
         console.print(f"host serving MQTT at {host.mqtt_address}  (bots: perspecto bot --mqtt {host.mqtt_address})",
                       soft_wrap=True, highlight=False)
 
-    def report(result: GameResult) -> None:
-        colour = "yellow" if result.forfeits else "default"
-        console.print(f"[{colour}]{result.summary()}[/{colour}]", soft_wrap=True, highlight=False)
+    saved_to = standings_path(args, host.run_id)
 
+    def save(final: bool) -> bool:
+        if saved_to is None:
+            return False
+        try:
+            save_standings(saved_to, standings_document(host.run_id, host.results, final=final))
+        except OSError as exc:  # a full disk costs the file, not the tournament
+            console.print(f"[red]cannot save the standings to {saved_to}: {exc}[/red]", highlight=False)
+            return False
+        return True
+
+    def report(result: GameResult) -> None:
+        colour = "yellow" if result.forfeits or result.adjourned else "default"
+        console.print(f"[{colour}]{result.summary()}[/{colour}]", soft_wrap=True, highlight=False)
+        save(final=False)
+
+    lobby = asyncio.create_task(
+        host.serve_lobby(games_per_pairing=args.games_per_pairing, max_games=args.max_games, on_result=report)
+    )
+    stop = asyncio.create_task(signals.requested.wait())
     try:
-        await host.serve_lobby(games_per_pairing=args.games_per_pairing, max_games=args.max_games, on_result=report)
-    except asyncio.CancelledError:
-        pass  # interrupted: still show what was played
+        await asyncio.wait({lobby, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if not lobby.done():
+            await _wind_down(host, lobby, signals, args.stop_grace, console)
+        lobby.result()  # a bug in the lobby still shows
     finally:
-        await host.close()
-        if host.results:
-            console.print(standings_table(host.results))
+        stop.cancel()
+        if not lobby.done():  # only on an error above: the lobby must not outlive the host
+            lobby.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await lobby
+        # A bot busy with a move when its game was adjourned reads the goodbye once it has answered.
+        await host.close(linger=settings.move_time_max + settings.grace + 1.0)
+        console.print(standings_table(host.results))
+        if save(final=True):
+            console.print(f"standings saved to {saved_to}", highlight=False, soft_wrap=True)
     return 0
+
+
+async def _wind_down(
+    host: Host, lobby: asyncio.Task[Any], signals: StopSignals, grace: float, console: Console
+) -> None:
+    """The first signal: no new games; the games under way finish within ``grace`` or are adjourned."""
+    name = signal.Signals(signals.signal or signal.SIGTERM).name
+    host.stop_pairing()
+    console.print(f"{name}: stopping; no new games, the games under way have {grace:g} s to finish "
+                  "(a second signal quits at once)", highlight=False, soft_wrap=True)
+    await asyncio.wait({lobby}, timeout=grace)
+    if not lobby.done():
+        console.print("adjourning the games still under way", highlight=False)
+        await host.adjourn_games(f"the host stopped and the game was still under way {grace:g} s later")
+        await lobby

@@ -10,9 +10,8 @@ from rich.console import Console
 
 from bot.commands.host import add_rules_arguments
 from bot.commands.match import add_view_arguments, play_match
-from bot.config import ProfileError
-from bot.profiles import ProfileSet
-from bot.settings import config_dir
+from bot.profiles import ProfileSet, load_configuration
+from bot.settings import CONFIG_DIR_ENV, config_dir
 
 # A demo game should end in a minute or two; the tournament's clock is an option away.
 PLAY_MOVE_TIME_AVERAGE = 0.3
@@ -37,9 +36,21 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        ours = args.profile or ProfileSet.load(config_dir(args.config)).select(None).name
-    except ProfileError as exc:
-        Console(stderr=True).print(f"configuration error:\n{exc}", markup=False, highlight=False)
-        return 2
+    # Every profile, engine parameters included, before the bots start: a ConfigError exits 2 (bot/cli.py).
+    _, profiles = load_configuration(args.config)
+    ours = args.profile or profiles.select(None).name
+    Console().print(uses_line(args.config, profiles, ours), highlight=False, soft_wrap=True)
     return play_match(args, ours, args.opponent, 1)
+
+
+def uses_line(config: str | None, profiles: ProfileSet, ours: str) -> str:
+    """Which profile our bot plays and which configuration it comes from: said first, since outside the
+    repository there is no ./config and the built-in settings and profiles play."""
+    folder = config_dir(config)
+    source = f"from {profiles.files[ours]}" if ours in profiles.files else "built in"
+    if folder.is_dir():
+        where = f"configuration {folder.resolve()}"
+    else:
+        where = (f"no configuration at {folder}: the built-in settings and profiles (name one with --config DIR "
+                 f"or ${CONFIG_DIR_ENV})")
+    return f"our bot plays profile {ours!r} ({source}); {where}"

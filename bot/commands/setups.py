@@ -64,6 +64,8 @@ def register(subparsers: Any) -> None:
     p_gen = actions.add_parser("generate", parents=[display], help="a new human-like setup")
     p_gen.add_argument("--seed", type=int, default=None, help="reproduce a setup (default: a random seed)")
     p_gen.add_argument("--ruleset", default="classic", choices=sorted(RULESETS))
+    p_gen.add_argument("--plain", action="store_true",
+                       help="print only the rows in --notation (front row first), nothing else")
     p_gen.set_defaults(func=run_generate)
 
     p_check = actions.add_parser("check", parents=[display], help="is a setup file legal? (exit 1 if not)")
@@ -72,6 +74,11 @@ def register(subparsers: Any) -> None:
     p_check.add_argument("--input-notation", dest="input_notation", default=None,
                          choices=[n.value for n in Notation], help="the file's notation (default: detect)")
     p_check.set_defaults(func=run_check)
+
+
+# The line above the rows in the output of show, generate and check; ``check`` finds the rows by it, so
+# that a saved ``generate`` output is a setup file ``check`` accepts.
+NOTATION_HEADING = " notation, front row first:"
 
 
 def _console() -> Console:
@@ -116,7 +123,7 @@ def _print_setup(console: Console, entry: NamedSetup, args: argparse.Namespace) 
     if entry.tags:
         console.print(Text("tags: " + ", ".join(entry.tags), style="dim"))
     console.print(board_table(setup, side, args.style))
-    console.print(f"{args.notation} notation, front row first:")
+    console.print(f"{args.notation}{NOTATION_HEADING}")
     console.print(format_setup(setup, args.notation), markup=False)
     stats = load_stats(setup.ruleset)
     if stats is not None:
@@ -166,8 +173,24 @@ def run_generate(args: argparse.Namespace) -> int:
     ruleset = get_ruleset(args.ruleset)
     entry = NamedSetup(name=f"generated-{seed}", setup=generate_setup(ruleset, seed),
                        description=f"generated with seed {seed}", source="generator")
+    if args.plain:
+        print(format_setup(entry.setup, args.notation))
+        return 0
     _print_setup(_console(), entry, args)
     return 0
+
+
+def setup_text(text: str, ruleset: Ruleset) -> tuple[str, str | None]:
+    """The rows of a setup file and the notation it names, if any: the rows under a
+    "<notation> notation, front row first:" heading (the output of show and generate, saved), else every
+    line that is neither blank nor a ``#`` comment."""
+    lines = text.splitlines()
+    heading = NOTATION_HEADING.strip()
+    for number, line in enumerate(lines):
+        notation = line.strip().removesuffix(heading).strip()
+        if line.strip().endswith(heading) and notation in {n.value for n in Notation}:
+            return "\n".join(lines[number + 1:number + 1 + ruleset.setup_rows]), notation
+    return "\n".join(line for line in lines if line.strip() and not line.lstrip().startswith("#")), None
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -181,8 +204,9 @@ def run_check(args: argparse.Namespace) -> int:
             console.print(f"{path}: {len(entries)} legal setup(s)")
             return 0
         text = sys.stdin.read() if args.file == "-" else path.read_text(encoding="utf-8")
-        lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-        setup = parse_setup("\n".join(lines), get_ruleset(args.ruleset), args.input_notation)
+        ruleset = get_ruleset(args.ruleset)
+        rows, named = setup_text(text, ruleset)
+        setup = parse_setup(rows, ruleset, args.input_notation or named)
     except (SetupError, LibraryError) as exc:
         console.print(Text(f"illegal: {exc}", style="bold red"))
         return 1

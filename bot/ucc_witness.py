@@ -1,0 +1,97 @@
+"""A witness process that logs the end of a UCC game when the referee kills the player first.
+
+The UCC 2012 referee sends ``QUIT`` and then, in its ``Program`` destructor, waits "2" for the program to
+exit before ``SIGKILL``; its timer counts microseconds (``usleep``), so the kill comes at once and the
+player's own ``ucc.quit`` line is written only when it wins that race. The referee also stops a program
+(SIGSTOP) while the other side moves, so a player whose flag is taken never runs again at all.
+
+So ``perspecto ucc`` forks this witness before the game. The player tells it, through a pipe, the state
+of the game after every line (one JSON object a line), the ``QUIT`` line as soon as its reader thread
+sees it, and that it has logged its own end. When the pipe closes (the player has exited or was killed)
+without that last word, the witness logs ``ucc.killed`` with the last state and the ``QUIT`` line, if
+one came, on the same stderr, and exits. It holds no end of the referee's pipes (its stdin and stdout are
+``/dev/null``), so the referee sees the player's exit exactly as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger()
+
+
+class EndWitness:
+    """The player's side of the pipe to the witness; writes never block the game for long and never fail it."""
+
+    def __init__(self, fd: int, pid: int) -> None:
+        self._fd = fd
+        self.pid = pid
+
+    @classmethod
+    def start(cls) -> EndWitness | None:
+        """Fork the witness (before any thread starts); None where there is no fork."""
+        if not hasattr(os, "fork"):
+            return None
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the witness
+            try:
+                os.close(write_end)
+                _watch(read_end)
+            finally:
+                os._exit(0)
+        os.close(read_end)
+        return cls(write_end, pid)
+
+    def _tell(self, message: dict[str, Any]) -> None:
+        if self._fd < 0:
+            return
+        try:
+            os.write(self._fd, json.dumps(message, default=str).encode() + b"\n")
+        except OSError:  # the witness is gone; the game goes on without it
+            self._fd = -1
+
+    def state(self, fields: dict[str, Any]) -> None:
+        """The game as it stands: what ``ucc.killed`` reports if the player dies now."""
+        self._tell({"state": fields})
+
+    def quit(self, line: str) -> None:
+        """The referee's QUIT line, told before the player handles it."""
+        self._tell({"quit": line})
+
+    def done(self) -> None:
+        """The player has logged its own end: the witness stays silent."""
+        self._tell({"done": True})
+
+
+def _watch(fd: int) -> None:
+    """The witness: read the player's messages until the pipe closes, then log the end if it is unlogged."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C for the player must not silence its witness
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)  # let go of the referee's pipes: only the player holds them
+    os.dup2(devnull, 1)
+    state: dict[str, Any] = {}
+    quit_line: str | None = None
+    done = False
+    pending = b""
+    while chunk := os.read(fd, 65536):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            state = message.get("state", state)
+            quit_line = message.get("quit", quit_line)
+            done = done or bool(message.get("done"))
+    if not done:
+        why = ("killed right after QUIT, as the referee kills its programs" if quit_line is not None else
+               "ended (killed, stopped and killed, or crashed) before any QUIT reached it")
+        log.warning("ucc.killed", why=why, quit=quit_line, **state)
