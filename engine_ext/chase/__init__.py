@@ -1,7 +1,8 @@
 """The two-squares chase: can a stronger piece force the capture of a weaker one by the two-squares rule?
 
-``oracle``: the exact answer by retrograde analysis (slow, the reference). The seed's fast static
-look-ahead (issue 24) will live beside it. See docs/two-squares.md.
+``oracle``: the exact answer by retrograde analysis (slow, the reference). ``lookahead`` (compiled):
+the seed's fast static look-ahead (``look_ahead``) and the scan of a position for candidate pairs
+(``scan``), tested against the oracle. See docs/two-squares.md.
 """
 
 from engine_ext.chase.oracle import (
