@@ -212,7 +212,9 @@ class MatchRunner:
         config: Path | None = None,
     ) -> None:
         self.a, self.b = contestants(profile_a, profile_b, seed, config)
-        self.config = config  # the bots read their profiles from here
+        # The bots read their profiles from here; a missing folder (no ./config: the built-ins) is not
+        # passed on, since a bot refuses a --config that names no folder.
+        self.config = config if config is not None and config.is_dir() else None
         base = settings or HostSettings()
         if mqtt is not None:  # a host id of its own on the broker: matches may share one
             mqtt = mqtt.model_copy(update={"host_id": f"match-{secrets.token_hex(4)}"})

@@ -1,7 +1,9 @@
 """Engine against engine without the bot: a full-information referee game and each side's view.
 
-Used by the engine's tests and benchmark (and handy for quick matches). Each side's view hides the
-other side's ranks until an attack or a scout's run shows them, exactly as the bot sees a game.
+Used by the engine's tests and by the strength lab's runner (engine_ext/lab/runner.py), which plays
+matches with it: ``play_game`` here is the tests' quick loop, the runner the one with limits, pairs and
+records. Each side's view hides the other side's ranks until an attack or a scout's run shows them,
+exactly as the bot sees a game.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def perspecto(*args: str, cwd: Path = REPO, timeout: float = 120) -> subprocess.
 
 
 def test_match_plays_alternating_colours_and_saves_replayable_records(tmp_path: Path) -> None:
-    run = perspecto("match", "random", "random", "--games", "3", "--move-limit", "120", "--seed", "5",
+    run = perspecto("match", "random", "random", "--via-host", "--games", "3", "--move-limit", "120", "--seed", "5",
                     "--records", str(tmp_path))
     assert run.returncode == 0, run.stderr
     out = run.stdout
@@ -56,8 +56,8 @@ def test_the_same_seed_plays_the_same_game(tmp_path: Path) -> None:
     folders = [tmp_path / "one", tmp_path / "two"]
     runs = [  # side by side: the two matches share nothing but the seed
         subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "match", "random", "random", "--games", "1", "--move-limit", "80",
-             "--seed", "11", "--records", str(folder), "--board-every", "1000"],
+            [sys.executable, "-m", "bot.cli", "match", "random", "random", "--via-host", "--games", "1",
+             "--move-limit", "80", "--seed", "11", "--records", str(folder), "--board-every", "1000"],
             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )
         for folder in folders
@@ -121,9 +121,19 @@ def test_no_command_plays_one_game(tmp_path: Path) -> None:
     assert len(list((tmp_path / "records").glob("*.json"))) == 1
 
 
-def test_bad_profiles_are_reported_before_anything_starts() -> None:
-    run = perspecto("match", "random", "nonesuch", "--games", "1")
+@pytest.mark.parametrize("path", [(), ("--via-host",)], ids=["lab", "via-host"])
+def test_bad_profiles_are_reported_before_anything_starts(path: tuple[str, ...]) -> None:
+    run = perspecto("match", "random", "nonesuch", "--games", "1", *path)
     assert run.returncode == 2 and "unknown profile 'nonesuch'" in run.stdout
+    # the error lists the configured profiles: the built-ins and the files of ./config/profiles
+    assert "known: " in run.stdout and "example-probe" in run.stdout and "perspecto" in run.stdout
+
+
+def test_match_help_lists_the_configured_profiles() -> None:
+    run = perspecto("match", "--help")
+    assert run.returncode == 0
+    listed = " ".join(run.stdout.split()).split("Configured profiles: ")[1].split(" positional")[0]
+    assert {"default", "example-probe", "example-ucc", "pemm", "perspecto", "random"} <= set(listed.split(", "))
 
 
 def test_result_table_and_standings_count_the_tournament_way() -> None:
@@ -149,3 +159,54 @@ def test_result_table_and_standings_count_the_tournament_way() -> None:
     table = standings([g for g, _ in result.games])
     assert list(table) == ["x", "y"] and table["x"].games == 4
     assert isinstance(a, Contestant)
+
+
+# --- the lab's runner, the default of ``perspecto match`` ------------------------------------------------
+
+
+def test_lab_match_prints_elo_and_the_sprt_and_writes_json_and_records(tmp_path: Path) -> None:
+    summary = tmp_path / "summary.json"
+    run = perspecto("match", "random", "random", "--max-games", "40", "--sprt", "elo0=0 elo1=10", "--move-limit", "30",
+                    "--seed", "3", "--concurrency", "1", "--records", str(tmp_path / "records"), "--json", str(summary))
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = run.stdout
+    assert "seed 3 (--seed 3 plays the same games), 1 worker" in out
+    # 30 plies of random moves end nothing: every game a draw, H0 accepted before the cap
+    assert "SPRT elo0=0 elo1=10 alpha=0.05 beta=0.05: LLR -" in out and "H0 accepted" in out
+    row = next(line for line in out.splitlines() if line.startswith("│ random-a"))
+    cells = [c.strip() for c in row.split("│")[1:-1]]
+    games = int(cells[2])
+    assert cells[:2] == ["random-a", "random-b"] and cells[3:6] == ["0", str(games), "0"] and games < 40
+    assert cells[6] == "50.0 %" and cells[10] == f"0/0/{games // 2}/0/0"
+    data = json.loads(summary.read_text())
+    [match] = data["matches"]
+    assert match["draws"] == games and match["pentanomial"] == [0, 0, games // 2, 0, 0]
+    assert match["sprt"]["verdict"] == "H0" and match["elo"]["low"] == "-inf"
+    assert data["settings"]["seed"] == 3 and data["games_per_minute"] > 0
+    assert len(list((tmp_path / "records").glob("*.json"))) == games
+
+
+def test_lab_gauntlet_plays_each_opponent_and_shows_one_table(tmp_path: Path) -> None:
+    summary = tmp_path / "gauntlet.json"
+    run = perspecto("match", "random", "--gauntlet", "minimax", "pemm", "--depth", "1", "--games", "2",
+                    "--move-limit", "20", "--seed", "1", "--no-records", "--json", str(summary),
+                    "--param", "pemm.average_margin=1.0")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "2 pairings, 4 games" in run.stdout
+    data = json.loads(summary.read_text())
+    assert [(m["a"], m["b"]) for m in data["matches"]] == [("random", "minimax"), ("random", "pemm")]
+    assert data["matches"][1]["b_params"] == {"threads": 1, "max_depth": 1, "average_margin": 1.0}
+    assert all(m["games"] == 2 for m in data["matches"])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("random", "random", "--via-host", "--nodes", "100"), "--nodes: options of the lab, not of --via-host"),
+    (("random", "random", "--sprt", "elo0=5 elo1=0"), "elo0 < elo1"),
+    (("random", "random", "--param", "home_guard=1"), "expected SIDE.KEY=VALUE"),
+    (("random", "random", "--max-games", "10"), "--max-games caps an SPRT"),
+    (("random",), "name two profiles"),
+    (("random", "random", "--setups", "/nonexistent/setups.txt"), "cannot read the setup file"),
+])
+def test_lab_refuses_bad_options_with_a_clear_message(args: tuple[str, ...], message: str) -> None:
+    run = perspecto("match", *args)
+    assert run.returncode == 2 and message in " ".join(run.stdout.split()), run.stdout

@@ -338,8 +338,8 @@ async def test_host_command_serves_tcp_and_mqtt_at_once(broker: Broker, bots: Bo
 async def test_match_over_mqtt(broker: Broker, tmp_path: Path) -> None:
     """``perspecto match --transport mqtt``: the match's bots reach its host through the broker."""
     match = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "match", "random", "random", "--games", "2", "--move-limit", "60",
-        "--seed", "3", "--transport", "mqtt", "--broker", broker.url, "--records", str(tmp_path / "records"),
+        sys.executable, "-m", "bot.cli", "match", "random", "random", "--via-host", "--games", "2",
+        "--move-limit", "60", "--seed", "3", "--transport", "mqtt", "--broker", broker.url, "--records", str(tmp_path / "records"),
         cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(match.communicate(), 90)

@@ -151,7 +151,7 @@ def test_a_ucc_program_plays_a_match_on_the_local_host(tmp_path: Path) -> None:
     (config / "profiles" / "ucc-minimax.toml").write_text(
         f'engine = "ucc"\n[engine_params]\ncommand = {json.dumps(command)}\nsetup_time = 30\n', encoding="utf-8")
     records = tmp_path / "records"
-    run = perspecto("match", "random", "ucc-minimax", "--games", "2", "--config", str(config), "--records",
+    run = perspecto("match", "random", "ucc-minimax", "--via-host", "--games", "2", "--config", str(config), "--records",
                     str(records), "--move-time-average", "0.3", "--move-time-max", "3", "--log-level", "info",
                     timeout=240)
     assert run.returncode == 0, run.stderr[-3000:]

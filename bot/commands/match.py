@@ -1,21 +1,47 @@
-"""``perspecto match A B --games N``: two bot profiles play on a local host, each bot its own process."""
+"""``perspecto match``: engines against each other in the strength lab, or whole bots on a local host.
+
+By default the match is played by the lab's in-process runner (engine_ext/lab/runner.py): no host, no
+bot processes, one worker process a core, paired games with colours swapped, node budgets or fixed
+depths that make a game the same on any machine, Elo with its interval, an SPRT that stops the match
+when it has its answer, gauntlets and round robins. ``--via-host`` plays whole bots instead, each its own
+process speaking the protocol to a local host over TCP (or MQTT): the way to test a bot, not an engine.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import secrets
+import time
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from bot.commands.host import add_rules_arguments, host_settings
 from bot.config import ProfileError, builtin_profiles
+from bot.lab_view import LabProgress, footer, json_summary, result_table
 from bot.logging_setup import configure_logging
-from bot.match import MatchError, MatchResult, MatchRunner, result_summary, result_table
+from bot.match import MatchError, MatchResult, MatchRunner, result_summary
+from bot.match import result_table as host_result_table
+from bot.profiles import ProfileSet, load_configuration
 from bot.runtime import run
 from bot.settings import config_dir
+from engine_ext.lab.runner import LabError, Limits, Match, Rules, run_matches, setup_source
+from engine_ext.lab.schedule import build_matches, pairings
+from engine_ext.lab.sprt import SprtSpec
 from engine_ext.pieces import RANK_STYLES
+from engine_ext.rulesets import get_ruleset
+from engine_ext.settings import usable_cores
 from protocol.errors import ConnectFailed
 from protocol.mqtt import MqttSettings
+
+# With --sprt and no --max-games: a cap no test between real engine versions should reach.
+DEFAULT_SPRT_MAX_GAMES = 20000
+# The lab's options, which the whole-bot path (--via-host) does not have.
+_LAB_ONLY = ("gauntlet", "round_robin", "concurrency", "nodes", "depth", "move_time", "setups", "sprt",
+             "max_games", "param", "json")
 
 
 def add_view_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,24 +56,58 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--broker", metavar="URL", help="the MQTT broker: mqtt[s]://[user[:password]@]host[:port]")
 
 
+def configured_profiles(config: str | None = None) -> list[str]:
+    """Profile names of the configuration (built-ins and profile files); the built-ins alone when the
+    configuration does not load (``perspecto config check`` says why)."""
+    try:
+        return sorted(ProfileSet.load(config_dir(config)).profiles)
+    except (ProfileError, OSError):
+        return sorted(builtin_profiles())
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "match",
-        help="play a match between two bot profiles on a local host",
-        description="Start a host on a free 127.0.0.1 port and one bot process per profile, play N games with "
-        "colours alternating, and show the result in the tournament's scoring. Profiles: "
-        + ", ".join(builtin_profiles()),
+        help="a match between engines (the strength lab) or, with --via-host, between whole bots",
+        description="Play engines against each other in this process's workers (the strength lab, docs/lab.md): "
+        "paired games with colours swapped, Elo with its 95 % interval, LOS, an optional SPRT, every game "
+        "saved as a record. --via-host plays whole bots on a local host instead (docs/host.md). "
+        "Configured profiles: " + ", ".join(configured_profiles()),
     )
-    p.add_argument("profile_a", metavar="A", help="first bot's profile (red in odd games)")
-    p.add_argument("profile_b", metavar="B", help="second bot's profile")
-    p.add_argument("--games", type=int, default=2, help="games to play (default %(default)s); 1 shows a live board")
+    p.add_argument("profile_a", metavar="A", nargs="?", help="the first engine's profile (red in even games)")
+    p.add_argument("profile_b", metavar="B", nargs="?", help="the second engine's profile")
+    p.add_argument("--games", type=int, help="games a pairing (default 2); the lab rounds up to whole pairs")
+    lab = p.add_argument_group("the strength lab (not with --via-host)")
+    lab.add_argument("--gauntlet", nargs="+", metavar="OPPONENT", help="A plays each of these in turn")
+    lab.add_argument("--round-robin", nargs="+", metavar="PROFILE", help="every profile plays every other")
+    lab.add_argument("--concurrency", type=int, help=f"games at a time, one worker process each "
+                     f"(default: the usable cores, here {usable_cores()})")
+    lab.add_argument("--nodes", type=int, metavar="N", help="node budget a move: the same games on any machine")
+    lab.add_argument("--depth", type=int, metavar="D", help="search depth of every search engine (max_depth)")
+    lab.add_argument("--move-time", type=float, metavar="S",
+                     help="seconds a move (soft; hard 3x); default: the profiles' times, capped by "
+                     "--move-time-average / --move-time-max")
+    lab.add_argument("--setups", metavar="SOURCE",
+                     help="where the pairs' setups come from: generated (human-like, the default), library "
+                     "(the named setups) or a file with one setup a line (e.g. /work/shared/data's Gravon data)")
+    lab.add_argument("--sprt", metavar="SPEC", help='stop when the SPRT decides, e.g. "elo0=0 elo1=10 alpha=0.05 '
+                     'beta=0.05"; checked after every game pair')
+    lab.add_argument("--max-games", type=int, help=f"with --sprt: games before the test ends inconclusive "
+                     f"(default {DEFAULT_SPRT_MAX_GAMES})")
+    lab.add_argument("--param", action="append", metavar="SIDE.KEY=VALUE",
+                     help="an engine parameter for one side: SIDE is A, B or a profile name, VALUE in TOML "
+                     "(e.g. A.home_guard=64, B.fear.own_fear_min=0.3); repeatable")
+    lab.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON here")
+    p.add_argument("--via-host", action="store_true",
+                   help="whole bots, each its own process, on a local host over TCP (or MQTT): "
+                   "one pairing, colours alternating, the tournament's scoring")
     add_view_arguments(p)
     add_rules_arguments(p)
     p.set_defaults(func=main)
 
 
 def play_match(args: argparse.Namespace, profile_a: str, profile_b: str, games: int) -> int:
-    """Shared by ``match`` and ``play``: run the match and print its table."""
+    """Shared by ``match --via-host`` and ``play``: run the match on a local host and print its table."""
     configure_logging(args.log_level)
     console = Console()
     if games < 1:
@@ -68,7 +128,7 @@ def play_match(args: argparse.Namespace, profile_a: str, profile_b: str, games: 
     except (ProfileError, MatchError, ValueError, ConnectFailed) as exc:
         console.print(f"[red]{exc}[/red]")
         return 2
-    console.print(result_table(result))
+    console.print(host_result_table(result))
     console.print(result_summary(result), highlight=False)
     paths = [g.record_path for g, _ in result.games if g.record_path is not None]
     if paths:
@@ -77,5 +137,104 @@ def play_match(args: argparse.Namespace, profile_a: str, profile_b: str, games: 
     return 0
 
 
+def _finite(value: Any) -> Any:
+    """JSON has no infinity: an unbounded interval end is written as the text "inf" / "-inf"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def lab_matches(args: argparse.Namespace, seed: int) -> tuple[list[Match], int]:
+    """The matches the arguments ask for, every profile and parameter checked; and the concurrency."""
+    plan = pairings(args.profile_a, args.profile_b, gauntlet=args.gauntlet, round_robin=args.round_robin)
+    if args.transport != "tcp":
+        raise LabError("--transport mqtt connects whole bots: add --via-host")
+    profiles = ProfileSet.load(config_dir(args.config))
+    rules = Rules(ruleset=args.ruleset, range_attacks=not args.no_range_attacks, two_squares=args.two_squares or None,
+                  more_squares=not args.no_more_squares, move_limit=args.move_limit,
+                  move_time_average=args.move_time_average, move_time_max=args.move_time_max)
+    try:
+        rules.options()
+    except ValueError as exc:
+        raise LabError(f"game options: {exc}") from None
+    limits = Limits(nodes=args.nodes, depth=args.depth, move_time=args.move_time)
+    sprt = SprtSpec.parse(args.sprt) if args.sprt is not None else None
+    if sprt is None and args.max_games is not None:
+        raise LabError("--max-games caps an SPRT: give --sprt, or --games for a fixed number of games")
+    games = (args.max_games or DEFAULT_SPRT_MAX_GAMES) if sprt is not None else (args.games or 2)
+    if games < 1:
+        raise LabError(f"--{'max-games' if sprt else 'games'} must be at least 1, not {games}")
+    concurrency = args.concurrency if args.concurrency is not None else usable_cores()
+    if concurrency < 1:
+        raise LabError(f"--concurrency must be at least 1, not {concurrency}")
+    source = setup_source(args.setups or "generated", get_ruleset(args.ruleset))
+    matches = build_matches(
+        plan, profiles.get, pairs=(games + 1) // 2, source=source, seed=seed, limits=limits, rules=rules,
+        params=args.param or (), records=None if args.no_records else args.records, sprt=sprt,
+    )
+    return matches, concurrency
+
+
+def play_lab(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level)
+    console = Console()
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    try:
+        matches, concurrency = lab_matches(args, seed)
+    except (LabError, ProfileError, ValueError) as exc:
+        console.print(f"[red]{exc}[/red]", highlight=False)
+        return 2
+    first = matches[0]
+    console.print(
+        f"{len(matches)} pairing{'' if len(matches) == 1 else 's'}, up to {2 * first.pairs} games each, "
+        f"{first.limits.describe()}, draw at {first.rules.move_limit} plies, setups: {first.source.description}, "
+        f"seed {seed} (--seed {seed} plays the same games), {concurrency} worker{'' if concurrency == 1 else 's'}"
+        + (f"; params: {', '.join(args.param)}" if args.param else ""),
+        highlight=False, soft_wrap=True,
+    )
+    started = time.monotonic()
+    interrupted = False
+    try:
+        with LabProgress(console, matches) as progress:
+            run_matches(matches, concurrency=concurrency, on_game=progress.update)
+    except KeyboardInterrupt:
+        interrupted = True
+        console.print("[yellow]interrupted: the results so far[/yellow]")
+    except LabError as exc:
+        console.print(f"[red]{exc}[/red]", highlight=False)
+        return 2
+    seconds = time.monotonic() - started
+    console.print(result_table(matches))
+    for line in footer(matches, seconds, concurrency):
+        console.print(line, highlight=False, soft_wrap=True)
+    if first.records is not None and any(m.games for m in matches):
+        last = next(g for m in reversed(matches) for g in reversed(m.games))
+        console.print(f"records: {first.records}  (perspecto replay {last.record_path})", highlight=False,
+                      soft_wrap=True)
+    if args.json is not None:
+        settings = {"seed": seed, "concurrency": concurrency, "limits": first.limits.describe(),
+                    "nodes": first.limits.nodes, "depth": first.limits.depth, "move_time": first.limits.move_time,
+                    "move_limit": first.rules.move_limit, "ruleset": first.rules.ruleset,
+                    "setups": first.source.description, "params": args.param or [], "sprt": args.sprt,
+                    "interrupted": interrupted}
+        summary = _finite(json_summary(matches, settings, seconds))
+        args.json.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    return 130 if interrupted else 0
+
+
 def main(args: argparse.Namespace) -> int:
-    return play_match(args, args.profile_a, args.profile_b, args.games)
+    load_configuration(args.config)  # every profile, engine parameters included: a ConfigError exits 2 (bot/cli.py)
+    if args.via_host:
+        given = [f"--{name.replace('_', '-')}" for name in _LAB_ONLY if getattr(args, name) is not None]
+        if given:
+            Console().print(f"[red]{', '.join(given)}: options of the lab, not of --via-host[/red]")
+            return 2
+        if args.profile_a is None or args.profile_b is None:
+            Console().print("[red]--via-host plays one pairing: name two profiles (A B)[/red]")
+            return 2
+        return play_match(args, args.profile_a, args.profile_b, args.games if args.games is not None else 2)
+    return play_lab(args)
