@@ -6,17 +6,16 @@ with its own pieces known and the opponent's as unknown markers that attacks and
 come from the same rules engine the host uses. Every call is checked against the state first; a call out
 of order or a report the view cannot accept is answered with an error and changes nothing.
 
-getAIMove runs the engine in a worker thread under a ``SearchBudget``; if the engine is late, fails or
-returns an illegal move, a random legal move is sent before the hard deadline instead.
+getAIMove runs the engine under the deadlines of the game's time manager (engine_ext/timeman.py: the host's
+time options and the profile's, banking what quick moves save); bot/deadline.py sends a random legal move
+before the hard deadline instead if the engine is late, fails or returns an illegal move.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
-import queue
 import random
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,19 +24,18 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import BaseModel
 
-from bot import __version__
 from bot.config import BotProfile
+from bot.deadline import EngineWorker, answer_by_deadline
 from bot.engine_interface import MoveEngine, ProgramEngine, RandomEngine, SearchBudget
 from bot.fallback_setup import fallback_setup
+from bot.game_options import GameOptions
 from bot.learning import OpponentMemory
-from engine_ext.game import Game, IllegalMove, Move, RulesOptions
+from engine_ext.game import Game, IllegalMove, Move
 from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import SetupError, Square, get_ruleset
+from engine_ext.timeman import TimeLimits, TimeManager
 from protocol import errors
-from protocol.codec import bot_codec
-from protocol.endpoint import Channel, Endpoint
 from protocol.messages import (
-    PROTOCOL_VERSION,
     Ack,
     ColourOption,
     GameIdOption,
@@ -46,8 +44,6 @@ from protocol.messages import (
     GetAISetupPieceParams,
     GetAISetupPieceResult,
     GoodbyeParams,
-    HelloParams,
-    HelloResult,
     IllegalSetupParams,
     MoreSquaresOption,
     MoveLimitOption,
@@ -62,7 +58,6 @@ from protocol.messages import (
     SetOpponentSetupPieceParams,
     TwoSquaresOption,
 )
-from protocol.tcp import backoff_delays, connect_with_backoff
 
 log = structlog.get_logger()
 
@@ -81,32 +76,16 @@ class Phase(enum.Enum):
     PLAYING = "playing"
 
 
-@dataclass
-class GameOptions:
-    """What setGameOption has said so far; unset options keep the tournament's values."""
+class AnnouncedOptions(GameOptions):
+    """What setGameOption has said so far: the game's options (bot/game_options.py, shared with the host;
+    unset ones keep the tournament's values), and which game, our colour and the opponent."""
 
     game_id: str | None = None
     colour: Side | None = None
     opponent: str | None = None
-    ruleset: str = "classic"
-    range_attacks: bool = True
-    two_squares: int | None = 5
-    more_squares: bool = True
-    move_limit: int = 2000
-    move_time_max: float = 15.0
-    move_time_average: float = 5.0
-
-    def rules(self) -> RulesOptions:
-        return RulesOptions(
-            ruleset=get_ruleset(self.ruleset),
-            range_attacks=self.range_attacks,
-            two_squares=self.two_squares,
-            more_squares=self.more_squares,
-            move_limit=self.move_limit,
-        )
 
 
-# setGameOption's option models and the GameOptions field each one sets.
+# setGameOption's option models and the AnnouncedOptions field each one sets.
 _OPTION_FIELDS: dict[type[BaseModel], str] = {
     GameIdOption: "game_id",
     ColourOption: "colour",
@@ -127,53 +106,6 @@ class OpponentPiece:
 
     rank: Rank | None
     moved: bool
-
-
-class EngineWorker:
-    """A daemon thread that runs engine calls one after another.
-
-    A persistent thread answers in microseconds where starting one per move costs about a millisecond.
-    When a call overruns, ``abandon`` leaves that thread to finish on its own (its result is dropped) and
-    the next call gets a fresh thread, so an engine that ignores its stop event cannot delay later moves.
-    Daemon threads also never keep the bot process alive at exit.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], asyncio.Future[Any]] | None]
-        self._jobs = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._work, name="engine", daemon=True)
-        self._thread.start()
-
-    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._jobs.put((fn, args, future))
-        return future
-
-    def abandon(self) -> None:
-        self._jobs.put(None)  # the thread exits once its current call returns
-
-    def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            fn, args, future = job
-            value: Any = None
-            error: BaseException | None = None
-            try:
-                value = fn(*args)
-            except BaseException as exc:
-                error = exc
-            try:
-                future.get_loop().call_soon_threadsafe(_settle, future, value, error)
-            except RuntimeError:  # the loop has closed: nobody waits any more
-                pass
-
-
-def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
-    if future.done():  # cancelled: the caller stopped waiting
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(value)
 
 
 class BotClient:
@@ -200,7 +132,7 @@ class BotClient:
         self.fallback_moves_total = 0  # the process's fallback moves, over all its games
         self._finished_games: dict[str, None] = {}  # game ids, oldest first
         self._clock = clock  # the move deadlines' clock (tests give a fake one)
-        self._worker: EngineWorker | None = None  # started with the first engine call
+        self._worker = EngineWorker()  # the engine's thread, started with the first engine call
         self.replaying = False  # set by bot/journal.py while it replays a game's calls after a restart
         self._reset_game()
 
@@ -208,7 +140,7 @@ class BotClient:
 
     def _reset_game(self) -> None:
         self.phase = Phase.IDLE
-        self.options = GameOptions()
+        self.options = AnnouncedOptions()
         self.game_profile = self.profile
         self.engine: MoveEngine | None = None
         self.own_setup: dict[Square, Rank] = {}
@@ -218,12 +150,11 @@ class BotClient:
         self.setup_name: str | None = None
         self._rejected_setup: dict[Square, Rank] | None = None  # the setup the host refused, if it did
         self.fallback_moves = 0  # this game's moves the engine did not deliver in time or legally
+        self.timer: TimeManager | None = None  # this game's move budgets, from its first move on
 
     def close(self) -> None:
         """Let the engine thread go (the client is done)."""
-        if self._worker is not None:
-            self._worker.abandon()
-            self._worker = None
+        self._worker.abandon()
 
     def new_session(self) -> None:
         """A new connection: whatever game was open on the old one is gone."""
@@ -342,8 +273,6 @@ class BotClient:
 
     async def _in_worker(self, fn: Callable[..., T], *args: Any) -> T:
         """Run blocking engine code on the engine thread (an outside program's engine is used only there)."""
-        if self._worker is None:
-            self._worker = EngineWorker()
         return await self._worker.submit(fn, *args)
 
     def _setup_piece(self, square: Square) -> GetAISetupPieceResult:
@@ -391,6 +320,8 @@ class BotClient:
         except SetupError as exc:
             raise errors.OutOfOrder(f"the opponent's setup is not complete: {exc}") from None
         self.phase = Phase.PLAYING
+        # The time options are settled by now; a game resumed after a restart starts a fresh bank.
+        self.timer = TimeManager(self._time_limits(), clock=self._clock)
         return self.game
 
     # --- moves ----------------------------------------------------------------------------------------
@@ -403,60 +334,31 @@ class BotClient:
             raise errors.OutOfOrder(f"getAIMove on {game.side_to_move}'s turn; this bot plays {self.colour}")
         if ply != game.ply:
             raise errors.OutOfOrder(f"getAIMove for ply {ply}, but this bot's game is at ply {game.ply}")
-        legal = game.sendable_moves()  # legal under both readings of a repeated position
-        if not legal:
+        if not game.sendable_moves():  # legal under both readings of a repeated position
             raise errors.NoLegalMove(f"{self.colour} has no legal move at ply {game.ply}")
-        move = await self._engine_move(game, legal)
+        move = await self._engine_move(game)
         self.pending_move = move
         return MoveModel.of(move.frm, move.to)
 
-    def _move_times(self) -> tuple[float, float]:
-        """Soft and hard seconds for this move: the tighter of the profile's and the host's limits, with
-        the safety margin kept back from the hard one."""
-        host_hard = self.options.move_time_max
-        # A margin as large as the host's limit itself must not zero it: keep at least half of it.
-        host_hard = max(host_hard - self.game_profile.safety_margin, 0.5 * host_hard)
-        hard = min(self.game_profile.move_time_hard, host_hard)
-        soft = min(self.game_profile.move_time_soft, self.options.move_time_average, hard)
-        return soft, hard
+    def _time_limits(self) -> TimeLimits:
+        """The host's time options and the game profile's times, for the time manager."""
+        return TimeLimits.for_host(self.game_profile, move_time_max=self.options.move_time_max,
+                                   move_time_average=self.options.move_time_average,
+                                   move_limit=self.options.move_limit)
 
-    async def _engine_move(self, game: Game, legal: list[Move]) -> Move:
-        soft, hard = self._move_times()
-        budget = SearchBudget.starting_now(soft, hard, clock=self._clock)
-        assert self.engine is not None
-        started = self._clock()
-        thinking = asyncio.ensure_future(self._in_worker(self.engine.choose_move, game.copy(), budget))
-        reason: str
-        try:
-            move = await asyncio.wait_for(thinking, timeout=max(0.0, budget.remaining(hard=True)))
-        except TimeoutError:
-            reason = f"no move within {hard:.2f} s"
-            # The late call still runs on its thread: the next move gets a fresh thread and a fresh
-            # engine, so no engine object is ever used by two threads at once.
-            self.close()
-            if isinstance(self.engine, ProgramEngine):
-                # An outside program cannot be started again mid-game (it stops itself once late).
-                log.warning("bot.program_lost", reason=reason, rest_of_game="random legal moves")
-                self.engine = RandomEngine(self._rng.randrange(2**32))
-            else:
-                self.engine = self.game_profile.create_engine(self._rng.randrange(2**32))
-        except asyncio.CancelledError:
-            budget.stop.set()  # the connection went away: let the engine go too
-            raise
-        except Exception as exc:
-            reason = f"engine failed: {exc!r}"
-        else:
-            if move in legal:
-                return move
-            reason = f"engine chose {move}, which is not legal"
-        finally:
-            budget.stop.set()
-        self.fallback_moves += 1
-        self.fallback_moves_total += 1
-        fallback = self._rng.choice(legal)
-        log.warning("bot.fallback_move", reason=reason, move=str(fallback), ply=game.ply,
-                    seconds=round(self._clock() - started, 3))
-        return fallback
+    async def _engine_move(self, game: Game) -> Move:
+        assert self.engine is not None and self.timer is not None
+        times = self.timer.start_move(game.ply)
+        answer = await answer_by_deadline(
+            self._worker, self.engine, game, SearchBudget.for_move(times, clock=self._clock), self._rng,
+            renew=lambda: self.game_profile.create_engine(self._rng.randrange(2**32)), events="bot",
+        )
+        self.timer.finish_move(times)
+        self.engine = answer.engine
+        if answer.fallback is not None:
+            self.fallback_moves += 1
+            self.fallback_moves_total += 1
+        return answer.move
 
     def _own_move_result(self, report: MoveReport) -> Ack:
         if self.phase is not Phase.PLAYING or self.pending_move is None:
@@ -540,79 +442,6 @@ class BotClient:
         self.pending_move = move
 
 
-# --- sessions ----------------------------------------------------------------------------------------
-
-
 class HostRefused(errors.ProtocolError):
-    """The host turned the bot away (protocol version, token); retrying would not help."""
-
-
-async def run_session(
-    channel: Channel,
-    client: BotClient,
-    hello: HelloParams,
-    *,
-    hello_timeout: float = 10.0,
-    idle_timeout: float | None = None,
-) -> HelloResult:
-    """Say hello and serve the host's calls until the connection ends."""
-    client.new_session()
-    endpoint = Endpoint(channel, bot_codec(), client, idle_timeout=idle_timeout)
-    serving = asyncio.create_task(endpoint.run())
-    try:
-        try:
-            answer = await endpoint.call("hello", hello, timeout=hello_timeout)
-        except (errors.UnsupportedVersion, errors.AuthFailed, errors.OutOfOrder) as exc:
-            raise HostRefused(exc.message) from None
-        assert isinstance(answer, HelloResult)
-        log.info("bot.session", host=answer.host, session=answer.session, protocol=answer.protocol)
-        # The host ends the session with goodbye; the bot then closes its side.
-        goodbye = asyncio.create_task(client.goodbye.wait())
-        await asyncio.wait({serving, goodbye}, return_when=asyncio.FIRST_COMPLETED)
-        goodbye.cancel()
-        return answer
-    finally:
-        await endpoint.close("session over")
-        await serving
-
-
-async def run_bot(
-    profile: BotProfile,
-    host: str,
-    port: int,
-    *,
-    name: str | None = None,
-    token: str | None = None,
-    seed: int | None = None,
-    connect_attempts: int | None = 50,
-    max_reconnects: int = 5,
-    idle_timeout: float | None = None,
-) -> int:
-    """The bot process: connect (retrying with jittered backoff), play what the host asks, reconnect when
-    the connection drops, and stop when the host says goodbye. Returns the process exit code."""
-    client = BotClient(profile, seed=seed)
-    hello = HelloParams(name=name or profile.name, version=__version__, protocol=PROTOCOL_VERSION, token=token)
-    pauses = backoff_delays(base=0.2, cap=5.0)
-    try:
-        for attempt in range(max_reconnects + 1):
-            try:
-                channel = await connect_with_backoff(host, port, attempts=connect_attempts)
-            except errors.ConnectFailed as exc:
-                log.error("bot.connect_failed", error=str(exc))
-                return 1
-            try:
-                await run_session(channel, client, hello, idle_timeout=idle_timeout)
-            except HostRefused as exc:
-                log.error("bot.refused", error=str(exc))
-                return 2
-            except errors.ProtocolError as exc:
-                log.warning("bot.session_failed", error=str(exc))
-            if client.goodbye_reason is not None:
-                return 0
-            if attempt < max_reconnects:
-                log.warning("bot.connection_lost", reconnect=attempt + 1)
-                await asyncio.sleep(next(pauses))
-        log.error("bot.gave_up", reconnects=max_reconnects)
-        return 1
-    finally:
-        client.close()
+    """The host turned the bot away (protocol version, token); retrying would not help (bot/daemon.py, which
+    runs the sessions, exits 2)."""

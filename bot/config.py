@@ -22,11 +22,9 @@ from bot.engine_interface import (
     create_engine,
 )
 from bot.settings import Loc, problems_text, validation_problems
+from engine_ext.timeman import SAFETY_MARGIN
+from engine_ext.tournament import MOVE_TIME_AVERAGE, MOVE_TIME_MAX
 from setups.choice import SetupChoice
-
-# The tournament's limits: 15 s for any move, 5 s on average.
-TOURNAMENT_MOVE_TIME_HARD = 15.0
-TOURNAMENT_MOVE_TIME_AVERAGE = 5.0
 
 
 class ProfileError(ValueError):
@@ -44,10 +42,10 @@ class BotProfile(BaseModel):
     engine: str = "random"
     engine_params: dict[str, Any] = Field(default_factory=dict)
     seed: int | None = None
-    move_time_soft: float = Field(default=TOURNAMENT_MOVE_TIME_AVERAGE, gt=0, le=3600)
-    move_time_hard: float = Field(default=TOURNAMENT_MOVE_TIME_HARD, gt=0, le=3600)
+    move_time_soft: float = Field(default=MOVE_TIME_AVERAGE, gt=0, le=3600)
+    move_time_hard: float = Field(default=MOVE_TIME_MAX, gt=0, le=3600)
     # Kept back from the host's deadline so the answer crosses the network in time.
-    safety_margin: float = Field(default=0.25, ge=0, le=10)
+    safety_margin: float = Field(default=SAFETY_MARGIN, ge=0, le=10)
     setup: SetupChoice = Field(default_factory=SetupChoice)
 
     @field_validator("engine")
@@ -128,20 +126,10 @@ def profile_from_mapping(
         raise ProfileError(problems_text(problems)) from None
 
 
-# Profiles that are more than "an engine with its defaults" are added here.
-_EXTRA_PROFILES: dict[str, BotProfile] = {}
-
-
-def register_profile(profile: BotProfile) -> None:
-    _EXTRA_PROFILES[profile.name] = profile
-
-
 def builtin_profiles() -> dict[str, BotProfile]:
-    """One profile per registered engine (so engines registered later get theirs), plus the extras."""
-    profiles = {name: BotProfile(name=name, engine=name) for name in sorted(ENGINES)
-                if name not in ENGINES_NEEDING_PARAMS}
-    profiles.update(_EXTRA_PROFILES)
-    return profiles
+    """One profile per registered engine (so engines registered later get theirs), under the engine's name."""
+    return {name: BotProfile(name=name, engine=name) for name in sorted(ENGINES)
+            if name not in ENGINES_NEEDING_PARAMS}
 
 
 def get_profile(name: str) -> BotProfile:

@@ -37,8 +37,9 @@ from bot.journal import GameJournal, JournalError, ResumableHandler, replay
 from protocol import errors
 from protocol.codec import bot_codec
 from protocol.endpoint import Channel, Endpoint
+from protocol.link import call_pausing_outages, link_status, link_up
 from protocol.messages import RESUME_FEATURE, GoodbyeParams, HelloParams, HelloResult
-from protocol.mqtt import MqttRefused, call_pausing_outages
+from protocol.mqtt import MqttRefused
 from protocol.tcp import backoff_delays
 
 log = structlog.get_logger()
@@ -232,8 +233,8 @@ class BotDaemon:
         client.goodbye, client.goodbye_reason = asyncio.Event(), None
         endpoint = Endpoint(channel, bot_codec(), handler, idle_timeout=self.options.idle_timeout)
         self._endpoint, self._channel = endpoint, channel
-        if hasattr(channel, "on_link_change"):  # MQTT: a broker outage shows in the heartbeat
-            setattr(channel, "on_link_change", lambda _up: self._changed())  # noqa: B010
+        if (status := link_status(channel)) is not None:  # MQTT: a broker outage shows in the heartbeat
+            status.on_link_change = lambda _up: self._changed()
         self._changed()
         serving = asyncio.create_task(endpoint.run())
         try:
@@ -337,7 +338,7 @@ class BotDaemon:
 
     def _status(self) -> dict[str, Any]:
         endpoint, channel = self._endpoint, self._channel
-        if endpoint is None or endpoint.closed or not getattr(channel, "link_up", True):
+        if endpoint is None or endpoint.closed or not link_up(channel):
             state = "disconnected"
         elif not self._session_open:
             state = "connected"

@@ -18,12 +18,13 @@ from typing import Any, Protocol, runtime_checkable
 from engine_ext.game import Game, Move
 from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import Ruleset, Square
+from engine_ext.timeman import MoveTimes
 
 
 @dataclass(frozen=True)
 class SearchBudget:
-    soft_deadline: float  # on ``clock``: aim to answer by then (the tournament's 5 s average)
-    hard_deadline: float  # on ``clock``: an answer after this is not used
+    soft_deadline: float  # on ``clock``: aim to answer by then (the time manager's optimum, engine_ext/timeman.py)
+    hard_deadline: float  # on ``clock``: an answer after this is not used (bot/deadline.py sends a fallback)
     stop: threading.Event = field(default_factory=threading.Event)
     # The deadlines' clock. Compiled engines hand the deadlines to the search as time.monotonic() values,
     # so only tests (with engines of their own) give another one.
@@ -34,6 +35,11 @@ class SearchBudget:
                      clock: Callable[[], float] = time.monotonic) -> SearchBudget:
         now = clock()
         return cls(now + min(soft_seconds, hard_seconds), now + hard_seconds, clock=clock)
+
+    @classmethod
+    def for_move(cls, times: MoveTimes, *, clock: Callable[[], float] = time.monotonic) -> SearchBudget:
+        """The deadlines the time manager gave this move (``times`` is on ``clock``)."""
+        return cls(times.soft_deadline, times.hard_deadline, clock=clock)
 
     def remaining(self, *, hard: bool = False) -> float:
         return (self.hard_deadline if hard else self.soft_deadline) - self.clock()
@@ -103,15 +109,12 @@ def _search_engine(kind: str) -> EngineFactory:
         from pydantic import ValidationError
 
         from engine_ext.engine import engine_factory
+        from protocol.validation import validation_text
 
         try:
             return engine_factory(kind)(params, seed)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
-                for e in exc.errors(include_url=False)
-            )
-            raise EngineConfigError(f"engine {kind!r}: {problems}") from None
+            raise EngineConfigError(f"engine {kind!r}: {validation_text(exc)}") from None
 
     return make
 

@@ -30,13 +30,15 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot import __version__
-from engine_ext.game import MAX_MOVE_LIMIT, Game, IllegalMove, Move, MoveResult, RulesOptions
+from bot.game_options import GameOptions
+from engine_ext.game import Game, IllegalMove, Move, MoveResult
 from engine_ext.pieces import Rank, Side
 from engine_ext.record import GameRecord, RecordedMove, RecordedPlayer
-from engine_ext.rulesets import RULESETS, SetupError, Square, get_ruleset
+from engine_ext.rulesets import RULESETS, SetupError, Square
 from protocol import errors
 from protocol.codec import DEFAULT_MAX_LINE, host_codec
 from protocol.endpoint import Channel, Endpoint
+from protocol.link import call_pausing_outages, close_reason, current_outage, outage_seconds
 from protocol.messages import (
     PROTOCOL_VERSION,
     RESUME_FEATURE,
@@ -55,7 +57,7 @@ from protocol.messages import (
     SetOpponentSetupPieceParams,
     protocol_compatible,
 )
-from protocol.mqtt import MqttHostListener, MqttSettings, call_pausing_outages, current_outage, outage_seconds
+from protocol.mqtt import MqttHostListener, MqttSettings
 from protocol.tcp import serve
 
 log = structlog.get_logger()
@@ -69,18 +71,14 @@ ADJOURNED = "adjourned"
 VOID = "void"
 
 
-class HostSettings(BaseModel):
+class HostSettings(GameOptions):
+    """The options of the games this host referees (bot/game_options.py: the rules and time limits it sends
+    with setGameOption), and how it serves them."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)  # 0: any free port
-    ruleset: str = "classic"
-    range_attacks: bool = True
-    two_squares: int | None = Field(default=5, ge=1, le=50)
-    more_squares: bool = True
-    move_limit: int = Field(default=2000, ge=1, le=MAX_MOVE_LIMIT)
-    move_time_max: float = Field(default=15.0, gt=0)
-    move_time_average: float = Field(default=5.0, gt=0)
     grace: float = Field(default=0.5, ge=0)  # network allowance on top of move_time_max
     call_timeout: float = Field(default=10.0, gt=0)  # every call but getAIMove
     hello_timeout: float = Field(default=10.0, gt=0)
@@ -91,22 +89,6 @@ class HostSettings(BaseModel):
     # with ``hello resumeGame`` (docs/mqtt.md); 0: no waiting, the bot forfeits at once.
     resume_grace: float = Field(default=0.0, ge=0)
     mqtt: MqttSettings | None = None  # also serve bots through this broker
-
-    def rules(self) -> RulesOptions:
-        return RulesOptions(
-            ruleset=get_ruleset(self.ruleset),
-            range_attacks=self.range_attacks,
-            two_squares=self.two_squares,
-            more_squares=self.more_squares,
-            move_limit=self.move_limit,
-        )
-
-    def record_options(self) -> dict[str, Any]:
-        return {
-            "range_attacks": self.range_attacks, "two_squares": self.two_squares,
-            "more_squares": self.more_squares, "move_limit": self.move_limit,
-            "move_time_max": self.move_time_max, "move_time_average": self.move_time_average,
-        }
 
 
 @dataclass(eq=False)
@@ -732,7 +714,7 @@ class _Referee:
                     if await self._resumed(side, endpoint):
                         continue
                     detail = f"connection lost during {method}: {exc}"
-                    why = getattr(endpoint.channel, "close_reason", None)  # MQTT: what ended the stream
+                    why = close_reason(endpoint.channel)  # MQTT: what ended the stream
                     if why:
                         detail += f" ({why})"
                     if side in self.resume_refused:
@@ -844,12 +826,9 @@ class _Referee:
     # --- setup ---------------------------------------------------------------------------------------------
 
     def _option_params(self, side: Side) -> list[SetGameOptionParams]:
-        s = self.settings
         values: list[tuple[str, Any]] = [
             ("gameId", self.game_id), ("colour", str(side)), ("opponent", self.players[side.other].name),
-            ("ruleset", s.ruleset), ("rangeAttacks", s.range_attacks), ("twoSquares", s.two_squares),
-            ("moreSquares", s.more_squares), ("moveLimit", s.move_limit), ("moveTimeMax", s.move_time_max),
-            ("moveTimeAverage", s.move_time_average),
+            *self.settings.wire_options(),
         ]
         return [SetGameOptionParams.model_validate({"option": o, "value": v}) for o, v in values]
 

@@ -17,18 +17,11 @@ import structlog
 
 from bot.config import BotProfile
 from bot.opponent_store import OpponentStore
+from engine_ext.engine import FearLearner
 from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import Ruleset, Square
 
 log = structlog.get_logger()
-
-
-def _fear_holder(engine: Any) -> Any | None:
-    """The object with an ``est_opp_fear`` attribute: the engine, or the engine a wrapper holds."""
-    for candidate in (engine, getattr(engine, "engine", None)):
-        if candidate is not None and hasattr(candidate, "est_opp_fear"):
-            return candidate
-    return None
 
 
 @dataclass
@@ -75,15 +68,14 @@ class OpponentMemory:
         """Start the engine from the fear estimate of earlier games against this opponent."""
         if self.store is None or not opponent:
             return
+        if not isinstance(engine, FearLearner):
+            return  # an engine with no psychological model (the random mover, a UCC program)
         hist = self.store.history(opponent)
-        holder = _fear_holder(engine)
-        if holder is None:
-            return
         if hist.est_opp_fear is not None:
-            holder.est_opp_fear = hist.est_opp_fear
+            engine.est_opp_fear = hist.est_opp_fear
             log.info("bot.learnt_fear_used", opponent=opponent, est_opp_fear=round(hist.est_opp_fear, 3))
-        if hist.own_fear_scale is not None and hasattr(holder, "own_fear_scale"):
-            holder.own_fear_scale = hist.own_fear_scale
+        if hist.own_fear_scale is not None:
+            engine.own_fear_scale = hist.own_fear_scale
             log.info("bot.learnt_bluff_scale_used", opponent=opponent, own_fear_scale=round(hist.own_fear_scale, 3))
 
     def record(
@@ -99,12 +91,11 @@ class OpponentMemory:
             result = "forfeit_win" if forfeit else "win"
         else:
             result = "forfeit_loss" if forfeit else "loss"
-        holder = _fear_holder(engine)
-        fear = float(holder.est_opp_fear) if holder is not None else None
-        scale = getattr(holder, "own_fear_scale", None)
+        learner = engine if isinstance(engine, FearLearner) else None
         try:
             self.store.record_game(opponent, result, reason=reason, setup=setup, plies=plies,
-                                   est_opp_fear=fear, game_id=game_id,
-                                   own_fear_scale=None if scale is None else float(scale))
+                                   est_opp_fear=None if learner is None else float(learner.est_opp_fear),
+                                   game_id=game_id,
+                                   own_fear_scale=None if learner is None else float(learner.own_fear_scale))
         except Exception as exc:  # a full disk must not cost the next game
             log.warning("bot.store_write_failed", opponent=opponent, error=repr(exc))

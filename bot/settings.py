@@ -33,6 +33,7 @@ from pydantic_settings import (
 )
 
 from bot.health import STATE_DIR_ENV, default_state_dir
+from protocol.validation import error_key, error_message
 
 CONFIG_DIR_ENV = "PERSPECTO_CONFIG_DIR"
 MAIN_FILE = "perspecto.toml"
@@ -230,9 +231,9 @@ def validation_problems(
     problems = []
     for err in errors:
         loc: Loc = (*loc_prefix, *err["loc"])
-        key = ".".join(str(p) for p in loc) or "(top level)"
+        key = error_key(loc) or "(top level)"
         setter = _setter(loc, env_set)
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = error_message(err)
         if err["type"] == "extra_forbidden" and err["loc"]:
             near = nearest(str(err["loc"][-1]), field_names_at(model, err["loc"][:-1]))
             if near is not None and setter is not None and env_prefix is not None:

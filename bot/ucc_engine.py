@@ -30,6 +30,7 @@ from bot.ucc_opponent import UccOpponent, UccOpponentError, UccSurrender
 from engine_ext.game import Game, Move
 from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import Ruleset, Square
+from protocol.validation import validation_text
 
 log = structlog.get_logger()
 T = TypeVar("T")
@@ -173,7 +174,4 @@ def make_ucc_engine(params: Mapping[str, Any], seed: int | None) -> UccEngine:
     try:
         return UccEngine(UccEngineParams.model_validate(dict(params)))
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)
-        )
-        raise EngineConfigError(f"engine 'ucc': {problems}") from None
+        raise EngineConfigError(f"engine 'ucc': {validation_text(exc)}") from None

@@ -5,34 +5,39 @@ opponent's moves and our own echoed moves are applied with the ranks the referee
 rows sent before each of our moves are compared with that view, and a disagreement rebuilds the view from
 the rows (see docs/ucc.md). Only protocol lines go to stdout; logs go to stderr through structlog.
 
-A reader thread feeds stdin lines into a queue, so a ``QUIT`` that arrives while the engine is thinking
-still ends the process at once. The referee kills its programs right after ``QUIT``, so the player keeps
-a witness process (bot/ucc_witness.py) told of the game's state and of the ``QUIT`` line, which logs the
-end should the player be killed before it does. The engine may be chosen by the opponent's name on the
-colour line (``engine_for``), as ``perspecto bot`` chooses its profile.
+The game loop runs on an event loop. A reader thread feeds stdin lines into its queue, so a ``QUIT`` that
+arrives while the engine is thinking still ends the process at once. The engine is asked as the bot client
+asks it (bot/deadline.py: on its own thread, a legal fallback move by the hard deadline), under the time
+manager's deadlines for the referee's per-move limit (engine_ext/timeman.py). The referee kills its
+programs right after ``QUIT``, so the player keeps a witness process (bot/ucc_witness.py) told of the
+game's state and of the ``QUIT`` line, which logs the end should the player be killed before it does. The
+engine may be chosen by the opponent's name on the colour line (``engine_for``), as ``perspecto bot``
+chooses its profile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import os
-import queue
 import random
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import NoReturn, TextIO
+from typing import NamedTuple, NoReturn, TextIO
 
 import structlog
 
 from bot.config import BotProfile
+from bot.deadline import EngineWorker, answer_by_deadline
 from bot.engine_interface import MoveEngine, SearchBudget
 from bot.fallback_setup import fallback_setup
 from bot.ucc_witness import EndWitness
 from engine_ext.game import MAX_MOVE_LIMIT, Game, IllegalMove, Move, MoveResult, RulesOptions
 from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import CLASSIC, Square
+from engine_ext.timeman import TimeLimits, TimeManager
 from protocol.ucc import (
     BoardRow,
     ColourLine,
@@ -61,8 +66,15 @@ RULESET = CLASSIC  # the referee plays the classic 10x10 game with 40 pieces a s
 VIEW_OPTIONS = RulesOptions(ruleset=RULESET, move_limit=MAX_MOVE_LIMIT)
 _RELAXED_OPTIONS = RulesOptions(ruleset=RULESET, two_squares=None, more_squares=False, move_limit=MAX_MOVE_LIMIT)
 
-# An engine chosen for the opponent: the engine, its soft and hard seconds, the profile's name.
-ChosenEngine = tuple[MoveEngine, tuple[float, float], str]
+
+class ChosenEngine(NamedTuple):
+    """An engine chosen for the opponent, with its profile's time limits and name."""
+
+    engine: MoveEngine
+    limits: TimeLimits
+    name: str
+    renew: Callable[[], MoveEngine] | None = None  # a fresh one, should this one be late (None: random moves)
+
 
 _EXPECTED_OUTCOME = {None: OutcomeKind.OK, "x": OutcomeKind.KILLS, "o": OutcomeKind.DIES, "xo": OutcomeKind.BOTHDIE}
 
@@ -83,14 +95,6 @@ class _Phase(enum.Enum):
     OVER = "over"  # the game has ended; waiting for QUIT
 
 
-def move_times(profile: BotProfile, move_time: float) -> tuple[float, float]:
-    """Soft and hard seconds for the engine under the referee's per-move limit ``move_time``."""
-    margin = min(profile.safety_margin, move_time / 4)  # Python start-up jitter and pipe latency
-    hard = max(0.05, min(profile.move_time_hard, move_time - margin))
-    soft = min(profile.move_time_soft, move_time / 2, hard)
-    return soft, hard
-
-
 def choose_setup(side: Side, rng: random.Random) -> dict[Square, Rank]:
     """A setup from the setup library's generator; the fallback setup if the library is missing or fails."""
     try:
@@ -104,9 +108,22 @@ def choose_setup(side: Side, rng: random.Random) -> dict[Square, Rank]:
         return fallback_setup(RULESET, side, rng)
 
 
-def _read_lines(fd: int, sink: queue.Queue[tuple[str, object]], on_quit: Callable[[str], None] | None = None) -> None:
+# What the reader thread hands the game loop: a line, or None at the end of input.
+_Lines = asyncio.Queue[str | None]
+
+
+def _read_lines(fd: int, loop: asyncio.AbstractEventLoop, sink: _Lines,
+                on_quit: Callable[[str], None] | None = None) -> None:
     """Reader thread: raw reads on the descriptor (no buffered-file lock a daemon thread could hold at exit).
     ``on_quit`` hears a QUIT line at once, before the game loop does (the referee kills right after it)."""
+
+    def put(line: str | None) -> bool:
+        try:
+            loop.call_soon_threadsafe(sink.put_nowait, line)
+        except RuntimeError:  # the game loop has ended: nobody reads any more
+            return False
+        return True
+
     pending = b""
     while True:
         try:
@@ -121,10 +138,11 @@ def _read_lines(fd: int, sink: queue.Queue[tuple[str, object]], on_quit: Callabl
             line = raw.decode("utf-8", "replace").rstrip("\r")
             if on_quit is not None and line.lstrip().upper().startswith("QUIT"):
                 on_quit(line)
-            sink.put(("line", line))
-    if pending.strip():
-        sink.put(("line", pending.decode("utf-8", "replace").rstrip("\r")))
-    sink.put(("eof", None))
+            if not put(line):
+                return
+    if pending.strip() and not put(pending.decode("utf-8", "replace").rstrip("\r")):
+        return
+    put(None)
 
 
 class UccPlayer:
@@ -134,18 +152,24 @@ class UccPlayer:
         self,
         engine: MoveEngine,
         *,
-        move_time: float = DEFAULT_MOVE_TIME,
-        times: tuple[float, float] | None = None,
+        limits: TimeLimits | None = None,
         seed: int | None = None,
         setup: Callable[[Side, random.Random], Mapping[Square, Rank]] = choose_setup,
         profile_name: str = "",
         witness: EndWitness | None = None,
         engine_for: Callable[[str], ChosenEngine | None] | None = None,
+        renew: Callable[[], MoveEngine] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.engine = engine
         self.witness = witness  # logs the end of the game if the referee kills us before we do
         self._engine_for = engine_for  # another engine for the opponent the colour line names, or None
-        self.soft, self.hard = times or (move_time / 2, move_time * 0.85)
+        self._renew = renew  # a fresh engine should this one be late (None: random moves)
+        # The referee's per-move limit (its default -T without limits) and the profile's times.
+        self.limits = limits or TimeLimits(move_time_max=DEFAULT_MOVE_TIME, move_time_average=None, move_limit=None)
+        self._clock = clock
+        self.timer = TimeManager(self.limits, clock=clock)
+        self._worker = EngineWorker("ucc-engine")  # the name bot/commands/ucc.py looks for at exit
         self._rng = random.Random(seed)
         self._setup = setup
         self.profile_name = profile_name or engine.name
@@ -155,9 +179,8 @@ class UccPlayer:
         self.phase = _Phase.COLOUR
         self._rows: list[str] = []
         self._pending: Move | None = None
-        self._lines: queue.Queue[tuple[str, object]] = queue.Queue()
+        self._lines: _Lines | None = None  # made on the game loop, in run
         self._backlog: deque[str] = deque()  # lines that arrived while the engine was thinking
-        self._think_id = 0
         self._out: TextIO | None = None
         self.stats = {"moves": 0, "fallback_moves": 0, "rebuilds": 0, "board_mismatches": 0}
 
@@ -166,19 +189,23 @@ class UccPlayer:
     def run(self, in_fd: int, out: TextIO) -> int:
         """Serve the referee until QUIT (0), end of input (0) or a fatal protocol error (1)."""
         self._out = out
-        on_quit = self.witness.quit if self.witness is not None else None
-        reader = threading.Thread(target=_read_lines, args=(in_fd, self._lines, on_quit), name="ucc-stdin",
-                                  daemon=True)
-        reader.start()
-        code = self._serve()  # an exception leaves the last word to the witness
+        try:
+            code = asyncio.run(self._serve(in_fd))  # an exception leaves the last word to the witness
+        finally:
+            self._worker.abandon()
         if self.witness is not None:
             self.witness.done()  # every way out of _serve has logged the end
         return code
 
-    def _serve(self) -> int:
+    async def _serve(self, in_fd: int) -> int:
+        self._lines = asyncio.Queue()
+        on_quit = self.witness.quit if self.witness is not None else None
+        reader = threading.Thread(target=_read_lines, args=(in_fd, asyncio.get_running_loop(), self._lines, on_quit),
+                                  name="ucc-stdin", daemon=True)
+        reader.start()
         try:
             while True:
-                line = self._next_line()
+                line = await self._next_line()
                 if line is None:
                     log.info("ucc.eof", phase=self.phase.value, **self.stats)
                     return 0
@@ -189,7 +216,7 @@ class UccPlayer:
                 except UccProtocolError as exc:
                     log.error("ucc.bad_line", line=line, error=str(exc), phase=self.phase.value)
                     return 1
-                answers = self._handle(event)
+                answers = await self._handle(event)
                 self._tell_witness()  # before the answers: the referee may act on them and kill us at once
                 for answer in answers:
                     self._send(answer)
@@ -205,17 +232,11 @@ class UccPlayer:
             "ply": self.game.ply if self.game is not None else 0, **self.stats,
         })
 
-    def _next_line(self) -> str | None:
+    async def _next_line(self) -> str | None:
         if self._backlog:
             return self._backlog.popleft()
-        while True:
-            kind, payload = self._lines.get()
-            if kind == "line":
-                assert isinstance(payload, str)
-                return payload
-            if kind == "eof":
-                return None
-            # an engine result that came too late: already replaced by a fallback move
+        assert self._lines is not None
+        return await self._lines.get()
 
     def _send(self, line: str) -> None:
         assert self._out is not None
@@ -228,7 +249,7 @@ class UccPlayer:
 
     # --- events -------------------------------------------------------------------------------------
 
-    def _handle(self, event: RefereeEvent) -> list[str]:
+    async def _handle(self, event: RefereeEvent) -> list[str]:
         if isinstance(event, QuitLine):
             log.info("ucc.quit", result=event.result, phase=self.phase.value, **self.stats)
             if self.witness is not None:
@@ -242,7 +263,7 @@ class UccPlayer:
             return self._on_start(event)
         if isinstance(event, MoveLine):
             return self._on_move(event)
-        return self._on_row(event)
+        return await self._on_row(event)
 
     def _fatal(self, why: str, event: RefereeEvent | None = None) -> NoReturn:
         log.error("ucc.protocol_error", error=why, line=event.format() if event else None, phase=self.phase.value)
@@ -263,8 +284,9 @@ class UccPlayer:
         red, blue = (placement, hidden) if event.colour == Side.RED else (hidden, placement)
         self.game = Game(VIEW_OPTIONS, red, blue)
         lines = format_setup_lines(placement, event.colour)
+        soft, hard = self.timer.spans(0)
         log.info("ucc.game", colour=str(event.colour), opponent=event.opponent, profile=self.profile_name,
-                 engine=self.engine.name, setup=lines, soft=self.soft, hard=self.hard)
+                 engine=self.engine.name, setup=lines, soft=soft, hard=hard)
         self.phase = _Phase.TURN
         return lines
 
@@ -277,7 +299,8 @@ class UccPlayer:
             log.warning("ucc.profile_failed", opponent=opponent, error=repr(exc), kept=self.profile_name)
             return
         if chosen is not None:
-            self.engine, (self.soft, self.hard), self.profile_name = chosen
+            self.engine, self.limits, self.profile_name, self._renew = chosen
+            self.timer = TimeManager(self.limits, clock=self._clock)
 
     def _on_start(self, event: StartLine) -> list[str]:
         game = self._view()
@@ -312,7 +335,7 @@ class UccPlayer:
             self._fatal("a move line now", event)
         return []
 
-    def _on_row(self, event: BoardRow) -> list[str]:
+    async def _on_row(self, event: BoardRow) -> list[str]:
         self._rows.append(event.cells)
         if len(self._rows) < RULESET.height:
             return []
@@ -322,7 +345,7 @@ class UccPlayer:
         self._check_board(rows)
         if self.phase is not _Phase.ROWS:
             return []
-        answer = self._think()
+        answer = await self._think()
         if isinstance(answer, Surrender):
             self.phase = _Phase.OVER
             log.info("ucc.surrender", ply=self._view().ply)
@@ -431,10 +454,9 @@ class UccPlayer:
 
     # --- thinking -----------------------------------------------------------------------------------
 
-    def _think(self) -> Move | Surrender:
+    async def _think(self) -> Move | Surrender:
         game = self._view()
-        legal = game.sendable_moves()  # legal under both readings of a repeated position
-        if not legal:
+        if not game.sendable_moves():  # legal under both readings of a repeated position
             # Only repetition (or our view's own end of game) forbids every move; the referee does not.
             loose = [game.move_of(code) for code in game.position.moves(True)]
             if not loose:
@@ -443,54 +465,31 @@ class UccPlayer:
             move = self._rng.choice(loose)
             log.warning("ucc.no_rule_abiding_move", move=str(move), ply=game.ply, result=str(game.result))
             return move
-        budget = SearchBudget.starting_now(self.soft, self.hard)
-        self._think_id += 1
-        think_id = self._think_id
-        started = time.monotonic()
-
-        def work(view: Game) -> None:
-            try:
-                answer: object = self.engine.choose_move(view, budget)
-            except Exception as exc:  # reported to the game loop, which falls back
-                answer = exc
-            self._lines.put(("engine", (think_id, answer)))
-
-        threading.Thread(target=work, args=(game.copy(),), name="ucc-engine", daemon=True).start()
-        reason = ""
+        times = self.timer.start_move(game.ply)
+        budget = SearchBudget.for_move(times, clock=self._clock)
+        thinking = asyncio.ensure_future(answer_by_deadline(self._worker, self.engine, game, budget, self._rng,
+                                                            renew=self._renew, events="ucc"))
+        assert self._lines is not None
         try:
-            while True:
-                timeout = budget.remaining(hard=True)
-                if timeout <= 0:
-                    reason = f"no move within {self.hard:.2f} s"
-                    break
-                try:
-                    kind, payload = self._lines.get(timeout=timeout)
-                except queue.Empty:
+            while not thinking.done():
+                reading = asyncio.ensure_future(self._lines.get())
+                await asyncio.wait({thinking, reading}, return_when=asyncio.FIRST_COMPLETED)
+                if not reading.done():
+                    reading.cancel()  # a line not yet read stays in the queue
                     continue
-                if kind == "eof":
+                line = reading.result()
+                if line is None:
                     log.info("ucc.eof", phase=self.phase.value, thinking=True, **self.stats)
                     raise _Stop(0)
-                if kind == "line":
-                    assert isinstance(payload, str)
-                    self._line_while_thinking(payload)
-                    continue
-                assert isinstance(payload, tuple)
-                got_id, answer = payload
-                if got_id != think_id:
-                    continue  # a stale answer from an earlier, abandoned search
-                if isinstance(answer, Move) and answer in legal:
-                    log.debug("ucc.think", move=str(answer), seconds=round(time.monotonic() - started, 3))
-                    return answer
-                reason = f"engine failed: {answer!r}" if isinstance(answer, Exception) else (
-                    f"engine chose {answer}, which is not legal")
-                break
+                self._line_while_thinking(line)
         finally:
-            budget.stop.set()
-        self.stats["fallback_moves"] += 1
-        move = self._rng.choice(legal)
-        log.warning("ucc.fallback_move", reason=reason, move=str(move), ply=game.ply,
-                    seconds=round(time.monotonic() - started, 3))
-        return move
+            thinking.cancel()  # a no-op once it is done; else the helper lets the engine go
+        answer = thinking.result()
+        self.timer.finish_move(times)
+        self.engine = answer.engine
+        if answer.fallback is not None:
+            self.stats["fallback_moves"] += 1
+        return answer.move
 
     def _line_while_thinking(self, line: str) -> None:
         """The referee speaks while we think: QUIT ends the game now, anything else waits its turn."""
@@ -519,7 +518,8 @@ def run_ucc(
     select_profile: Callable[[str], BotProfile] | None = None,
 ) -> int:
     """Play one UCC game with ``profile``'s engine, reading the referee from ``in_fd``; the exit code.
-    ``select_profile`` chooses by the opponent's name from the colour line, as ``perspecto bot`` does."""
+    ``move_time`` is the referee's per-move limit (its ``-T``). ``select_profile`` chooses by the opponent's
+    name from the colour line, as ``perspecto bot`` does."""
     engine = profile.create_engine(seed)
 
     def engine_for(opponent: str) -> ChosenEngine | None:
@@ -527,8 +527,10 @@ def run_ucc(
         chosen = select_profile(opponent)
         if chosen.name == profile.name:
             return None
-        return chosen.create_engine(seed), move_times(chosen, move_time), chosen.name
+        return ChosenEngine(chosen.create_engine(seed), TimeLimits.for_ucc(chosen, move_time), chosen.name,
+                            renew=lambda: chosen.create_engine(seed))
 
-    player = UccPlayer(engine, times=move_times(profile, move_time), seed=seed, profile_name=profile.name,
-                       witness=witness, engine_for=engine_for if select_profile is not None else None)
+    player = UccPlayer(engine, limits=TimeLimits.for_ucc(profile, move_time), seed=seed, profile_name=profile.name,
+                       witness=witness, engine_for=engine_for if select_profile is not None else None,
+                       renew=lambda: profile.create_engine(seed))
     return player.run(in_fd, out)

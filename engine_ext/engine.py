@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from engine_ext.evaluation import random_key
 from engine_ext.game import Game, MoveResult
@@ -28,6 +28,7 @@ from engine_ext.settings import (
     builtin_settings,
     deep_merge,
     search_params,
+    strategic_params,
 )
 
 # Seconds kept between the abort deadline and the caller's hard deadline: building the answer.
@@ -214,14 +215,7 @@ class Engine:
                               threads=1 if nodes is not None else None)
         strategic = [0.0] * len(legal)
         if settings.engine == "perspecto" and settings.strategic:
-            hunting = settings.hunt_movers > 0 and 0 < runner.opponent_movers() <= settings.hunt_movers
-            miner_pull = settings.miner_pull
-            if hunting and settings.endgame_miner_pull is not None:
-                miner_pull = settings.endgame_miner_pull
-            strategic = runner.strategic(legal, hunt=settings.hunt_force if hunting else 0.0,
-                                         captures_keep=settings.captures_keep_strategic,
-                                         miner_pull=miner_pull, guard=settings.miner_guard,
-                                         home=settings.home_guard)
+            strategic = runner.strategic(legal, strategic_params(settings, runner.opponent_movers()))
         soft = start + max(0.0, soft_deadline - start) * settings.time_use
         abort = max(start, hard_deadline - _ANSWER_MARGIN)
         soft = min(soft, abort)
@@ -301,6 +295,15 @@ def _watch_stop(stop: threading.Event, done: threading.Event, request_stop: Call
 # --- the bot's MoveEngine protocol ------------------------------------------------------------------
 
 
+@runtime_checkable
+class FearLearner(Protocol):
+    """An engine whose psychological variables the bot keeps per opponent (thesis 10.3.3): estOppFear
+    and ownFear's bluff scale, read after a game and set before the next (bot/learning.py)."""
+
+    est_opp_fear: float
+    own_fear_scale: float
+
+
 class _Budget(Protocol):
     # Read-only, as the bot's frozen SearchBudget offers them.
     @property
@@ -321,6 +324,23 @@ class EngineMove:
         self.engine = engine
         self.name = engine.name
         self.last_choice: EngineChoice | None = None
+
+    # FearLearner: the engine's variables, so the bot learns them through the wrapper it holds.
+    @property
+    def est_opp_fear(self) -> float:
+        return self.engine.est_opp_fear
+
+    @est_opp_fear.setter
+    def est_opp_fear(self, value: float) -> None:
+        self.engine.est_opp_fear = value
+
+    @property
+    def own_fear_scale(self) -> float:
+        return self.engine.own_fear_scale
+
+    @own_fear_scale.setter
+    def own_fear_scale(self, value: float) -> None:
+        self.engine.own_fear_scale = value
 
     def choose_move(self, game: Game, budget: _Budget) -> Move:
         choice = self.engine.choose_move(game, budget.soft_deadline, budget.hard_deadline, budget.stop)

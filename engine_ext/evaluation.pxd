@@ -7,7 +7,7 @@
 from libc.stdint cimport uint64_t
 
 from engine_ext.core cimport MAX_PIECES, N_RANKS, R_BOMB, R_SCOUT, R_UNKNOWN, Pos
-from engine_ext.knowledge cimport OWN, Knowledge, known_in, unmoved_win
+from engine_ext.knowledge cimport OWN, Knowledge
 
 cdef enum:
     MAX_LINE = 64           # deepest ply the decay table covers
@@ -18,23 +18,19 @@ ctypedef struct Values:
     double avg_all[2][2]                # [side][moved]: mean over the side's pool (moved: movable ranks only)
     double avg_take[2][2][N_RANKS]      # ... over pool ranks an attacker of rank k beats
     double avg_lose_to[2][2][N_RANKS]   # ... over movable pool ranks that lose attacking rank k
-    double avg_all_nf[2]                # the unmoved means without the flag (suspect_odds)
-    double avg_take_nf[2][N_RANKS]
     double flag_value[2]
-    double capture_weight[2]            # trade_down: a captured piece of side s counts this many times
     double flag_share[MAX_PIECES]       # flag value * P(flag) for a piece its opponent does not know
     double reveal_factor                # Table 5: a piece that becomes known loses this share of its value
     double reveal_bomb                  # Table 5: ... a bomb loses this much
-    double advance                      # Table 5: per row a piece (not a scout) advances
+    double advance_bonus                # Table 5: per row a piece (not a scout) advances
     double decay[MAX_LINE + 1]          # 9.4: weight of an event at ply p, 5 % less every second ply
-    double random_amp                   # 7.5: the random term lies in [-amp, amp]
+    double random_amplitude             # 7.5: the random term lies in [-amp, amp]
     uint64_t random_key
 
 cdef void build_values(Values* v, Knowledge* kn, Pos* p, const double* base, const double* special,
-                       double default_flag_value, double decay, double reveal_factor,
-                       double reveal_bomb, double advance, double random_amp,
-                       uint64_t random_key, double own_flag_value=*,
-                       double miner_bonus=*, double trade_down=*) noexcept nogil
+                       double default_flag_value, double capture_decay, double reveal_factor,
+                       double reveal_bomb, double advance_bonus, double random_amplitude,
+                       uint64_t random_key, double own_flag_value=*) noexcept nogil
 
 
 cdef inline double captured_value(Values* v, Knowledge* kn, Pos* p, const unsigned char* kpub,
@@ -44,8 +40,7 @@ cdef inline double captured_value(Values* v, Knowledge* kn, Pos* p, const unsign
     to x's owner, else the mean of all unknowns (movable ones only once x has moved), plus x's share
     of the flag's value while it is a flag suspect."""
     cdef int owner = p.powner[x]
-    # suspect_odds: a piece that attacks has moved, so it is no flag (the thesis counts its share).
-    cdef int mv = 1 if p.pmoves[x] > 0 or (x_attacked and kn.suspect_odds) else 0
+    cdef int mv = 1 if p.pmoves[x] > 0 else 0
     cdef bint captor_known
     cdef double base
     if owner == kn.enemy:
@@ -64,26 +59,8 @@ cdef inline double captured_value(Values* v, Knowledge* kn, Pos* p, const unsign
     else:
         base = v.avg_all[owner][mv]
     if mv == 0:
-        if kn.suspect_odds:
-            return _unmoved_beaten(v, kn, p, kpub, persp, x, y, captor_known)
         base += v.flag_share[x]
     return base
-
-
-cdef inline double _unmoved_beaten(Values* v, Knowledge* kn, Pos* p, const unsigned char* kpub, int persp,
-                                   int x, int y, bint captor_known) noexcept nogil:
-    """suspect_odds (not in the thesis): the unmoved unknown defender ``x`` beaten by ``y`` is the
-    flag with P(flag | beaten) = P(flag) / P(win) and otherwise worth the mean without the flag, so the
-    attack's expected flag value is P(flag) * flag value, where Table 8 with case 3 counts the flag's
-    chance twice (once in P(win), once in the share)."""
-    cdef int owner = p.powner[x]
-    cdef double P, q, rest
-    rest = v.avg_take_nf[owner][p.prank[y]] if captor_known else v.avg_all_nf[owner]
-    P = unmoved_win(kn, p, known_in(kn, p, kpub, persp, y), y, x)
-    q = kn.p_flag[x] / P if P > 0.0 else 0.0
-    if q > 1.0:
-        q = 1.0
-    return q * v.flag_value[owner] + (1.0 - q) * rest
 
 
 cdef inline double reveal_value(Values* v, Pos* p, int x) noexcept nogil:
@@ -101,11 +78,11 @@ cdef inline double random_term(Values* v, uint64_t position_hash) noexcept nogil
     so a game replays exactly and both perspectives see the same term."""
     cdef uint64_t z
     cdef double u
-    if v.random_amp == 0.0:
+    if v.random_amplitude == 0.0:
         return 0.0
     z = v.random_key ^ position_hash
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
     z = z ^ (z >> 31)
     u = (z >> 11) * (1.0 / 9007199254740992.0)
-    return v.random_amp * (2.0 * u - 1.0)
+    return v.random_amplitude * (2.0 * u - 1.0)

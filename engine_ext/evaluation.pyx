@@ -47,13 +47,11 @@ cdef bint _special_lives(Knowledge* kn, int side, int r) noexcept nogil:
 
 
 cdef void build_values(Values* v, Knowledge* kn, Pos* p, const double* base, const double* special,
-                       double default_flag_value, double decay, double reveal_factor,
-                       double reveal_bomb, double advance, double random_amp,
-                       uint64_t random_key, double own_flag_value=0.0, double miner_bonus=0.0,
-                       double trade_down=0.0) noexcept nogil:
+                       double default_flag_value, double capture_decay, double reveal_factor,
+                       double reveal_bomb, double advance_bonus, double random_amplitude,
+                       uint64_t random_key, double own_flag_value=0.0) noexcept nogil:
     cdef int s, o, r, q, k, mv, notches, target, pid, n
-    cdef double val, total, w, adv
-    cdef double material[2]
+    cdef double val, total, w
     for s in range(2):
         o = s ^ 1
         for r in range(N_RANKS):
@@ -77,8 +75,6 @@ cdef void build_values(Values* v, Knowledge* kn, Pos* p, const double* base, con
                 v.flag_value[s] = val
             elif _special_lives(kn, s, r):
                 val += special[r]
-                if r == R_MINER:
-                    val += miner_bonus      # not in the thesis: miners kept (and hunted) harder
             v.piece[s][r] = val
         v.piece[s][R_UNKNOWN] = 0.0
     if own_flag_value > 0.0:
@@ -115,55 +111,23 @@ cdef void build_values(Values* v, Knowledge* kn, Pos* p, const double* base, con
                     total += kn.pool[s][r] * v.piece[s][r]
                     n += kn.pool[s][r]
                 v.avg_lose_to[s][mv][k] = total / n if n > 0 else v.avg_all[s][1]
-    for s in range(2):
-        v.avg_all_nf[s] = _mean_nonflag(v, kn, s, -1)
-        for k in range(N_RANKS):
-            v.avg_take_nf[s][k] = _mean_nonflag(v, kn, s, k)
     for pid in range(MAX_PIECES):
         v.flag_share[pid] = 0.0
     for pid in range(p.end_id[1]):
         if p.psq[pid] >= 0 and not kn.public_[pid]:
             v.flag_share[pid] = v.flag_value[p.powner[pid]] * kn.p_flag[pid]
-    # Not in the thesis (trade_down): the side ahead in material at the root, by the share
-    # adv = (ours - theirs) / (ours + theirs) of the movable pieces' values, counts the other side's
-    # losses (1 + k adv) times and its own (1 - k adv) times, so even trades pay the side ahead.
-    for s in range(2):
-        material[s] = 0.0
-        for r in range(N_RANKS):
-            if _movable(r):
-                material[s] += kn.alive[s][r] * v.piece[s][r]
-    adv = 0.0
-    if trade_down != 0.0 and material[0] + material[1] > 0.0:
-        adv = trade_down * (material[kn.me] - material[kn.enemy]) / (material[0] + material[1])
-    v.capture_weight[kn.me] = 1.0 - adv
-    v.capture_weight[kn.enemy] = 1.0 + adv
     v.reveal_factor = reveal_factor
     v.reveal_bomb = reveal_bomb
-    v.advance = advance
+    v.advance_bonus = advance_bonus
     w = 1.0
     v.decay[0] = 1.0
     for k in range(1, MAX_LINE + 1):
         # Plies 1-2 count in full, 3-4 at 95 %, ...: "vartannat halvdrag minskar värdena med 5%".
         v.decay[k] = w
         if k % 2 == 0:
-            w *= decay
-    v.random_amp = random_amp
+            w *= capture_decay
+    v.random_amplitude = random_amplitude
     v.random_key = random_key
-
-
-cdef double _mean_nonflag(Values* v, Knowledge* kn, int s, int captor) noexcept nogil:
-    """The mean value of side s's pool without the flag, over the ranks ``captor`` beats (-1: all);
-    the mean over all non-flag ranks when it beats none of them, 0 when there are none."""
-    cdef double total = 0.0
-    cdef int n = 0, r
-    for r in range(N_RANKS):
-        if r == R_FLAG or kn.pool[s][r] == 0 or (captor >= 0 and COMBAT[captor][r] != ATTACKER_WINS):
-            continue
-        total += kn.pool[s][r] * v.piece[s][r]
-        n += kn.pool[s][r]
-    if n > 0:
-        return total / n
-    return _mean_nonflag(v, kn, s, -1) if captor >= 0 else 0.0
 
 
 def random_key(seed: int, ply: int) -> int:
@@ -176,7 +140,7 @@ def random_key(seed: int, ply: int) -> int:
 
 def random_term_of(double amplitude, uint64_t key, uint64_t position_hash) -> float:
     cdef Values v
-    v.random_amp = amplitude
+    v.random_amplitude = amplitude
     v.random_key = key
     return random_term(&v, position_hash)
 
@@ -197,9 +161,9 @@ cdef class ValuesView:
         free(self.work)
 
     def __init__(self, Position pos, int me, initial, base, special, *, public=None, approached=None,
-                 moved=(), double default_flag_value=300.0, double decay=0.95, double reveal_factor=0.0,
-                 double reveal_bomb=0.0, double advance=0.0, double own_flag_value=0.0,
-                 double miner_bonus=0.0, bint suspect_odds=False, double trade_down=0.0):
+                 moved=(), double default_flag_value=300.0, double capture_decay=0.95,
+                 double reveal_factor=0.0, double reveal_bomb=0.0, double advance_bonus=0.0,
+                 double own_flag_value=0.0):
         cdef double b[N_RANKS]
         cdef double sp[N_RANKS]
         cdef int r
@@ -211,9 +175,9 @@ cdef class ValuesView:
             b[r] = base[r]
             sp[r] = special[r]
         prepare_root(self.work, &self.kn, pos, me, initial, public, approached, moved, (0.0, 0.0, 0.0), False,
-                     True, suspect_odds)
-        build_values(&self.v, &self.kn, self.work, b, sp, default_flag_value, decay, reveal_factor,
-                     reveal_bomb, advance, 0.0, 0, own_flag_value, miner_bonus, trade_down)
+                     True)
+        build_values(&self.v, &self.kn, self.work, b, sp, default_flag_value, capture_decay, reveal_factor,
+                     reveal_bomb, advance_bonus, 0.0, 0, own_flag_value)
 
     def piece(self, int side, int rank) -> float:
         return self.v.piece[side][rank]
@@ -230,8 +194,6 @@ cdef class ValuesView:
     def avg_take(self, int side, bint moved, int captor_rank) -> float:
         return self.v.avg_take[side][moved][captor_rank]
 
-    def capture_weight(self, int side) -> float:
-        return self.v.capture_weight[side]
 
     def flag_share(self, int pid) -> float:
         return self.v.flag_share[pid]

@@ -15,6 +15,7 @@ from engine_ext.core import Position
 from engine_ext.notation import BoardCode, Move, piece_letter
 from engine_ext.pieces import ATTACKER_WINS, BOTH_DIE, DEFENDER_WINS, Rank, Side
 from engine_ext.rulesets import CLASSIC, Ruleset, SetupError, Square
+from engine_ext.tournament import MOVE_LIMIT
 
 __all__ = [
     "Game", "GameOver", "IllegalMove", "Move", "MoveResult", "RulesOptions", "SetupError",
@@ -34,7 +35,7 @@ class RulesOptions:
     range_attacks: bool = True
     two_squares: int | None = 5  # at most N moves non-stop between the same two squares; None: off
     more_squares: bool = True
-    move_limit: int = 2000  # plies; the game is a draw when it is reached
+    move_limit: int = MOVE_LIMIT  # plies; the game is a draw when it is reached
 
     def __post_init__(self) -> None:
         if self.two_squares is not None and not 1 <= self.two_squares <= 50:

@@ -41,11 +41,6 @@ ctypedef struct Knowledge:
     double p_case3[2][N_RANKS]      # known attacker of rank k vs unmoved unknown defender of side s
     double p_case4[2]               # unknown attacker of side s vs moved unknown defender
     double p_case5[2]               # unknown attacker of side s vs unmoved unknown defender
-    # Not in the thesis (suspect_odds): the same chances against an unmoved unknown defender that is
-    # not the flag; the defender's own P(flag) is added per piece (see unmoved_win).
-    double p_case3nf[2][N_RANKS]
-    double p_case5nf[2]
-    int suspect_odds
     double suspicion[MAX_PIECES]    # flag suspicions of a piece as its opponent sees it (7.5)
     double susp_total[2]
     double p_flag[MAX_PIECES]       # probability that the piece is its side's flag, as its opponent sees it
@@ -116,21 +111,14 @@ cdef inline double win_weight(int a, int d) noexcept nogil:
 
 
 cdef inline double unmoved_win(Knowledge* kn, Pos* p, bint attacker_known, int a, int d) noexcept nogil:
-    """P(win) of ``a`` on the unmoved unknown ``d``: case 3 (``a`` known) or 5. With ``suspect_odds``
-    (not in the thesis) the defender is the flag with its own P(flag), from the suspicions of 7.5, and
-    otherwise beaten at the non-flag rate; over all unmoved pieces this averages to the thesis's case."""
-    cdef double nf, pf
-    if not kn.suspect_odds:
-        if attacker_known:
-            return kn.p_case3[p.powner[d]][p.prank[a]]
-        return kn.p_case5[p.powner[a]]
-    nf = kn.p_case3nf[p.powner[d]][p.prank[a]] if attacker_known else kn.p_case5nf[p.powner[a]]
-    pf = kn.p_flag[d]
-    return pf + (1.0 - pf) * nf
+    """P(win) of ``a`` on the unmoved unknown ``d``: case 3 (``a`` known) or 5."""
+    if attacker_known:
+        return kn.p_case3[p.powner[d]][p.prank[a]]
+    return kn.p_case5[p.powner[a]]
 
 
 cdef inline void attack_outcomes(Knowledge* kn, Pos* p, const unsigned char* kpub, int persp,
-                                 int a, int d, int line_start, bint passive_fail,
+                                 int a, int d, int line_start, bint failed_attack_passive,
                                  double* out) noexcept nogil:
     """Probabilities of win / lose / both / passive of the attack of piece ``a`` on piece ``d`` in
     the perspective. Known against known is certain (a tie kills both); with an unknown piece the
@@ -178,7 +166,7 @@ cdef inline void attack_outcomes(Knowledge* kn, Pos* p, const unsigned char* kpu
             else:
                 P = 1.0 - ((1.0 - P) - (1.0 - P) * psy)
     out[OUT_WIN] = P
-    if passive_fail and not ak and is_public(kn, p, kpub, d):
+    if failed_attack_passive and not ak and is_public(kn, p, kpub, d):
         out[OUT_PASSIVE] = 1.0 - P
     else:
         out[OUT_LOSE] = 1.0 - P
@@ -188,4 +176,4 @@ from engine_ext.core cimport Position
 
 cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object initial, object public,
                       object approached, object moved, object fears, bint psychology,
-                      bint line_approach=*, bint suspect_odds=*) except -1
+                      bint line_approach=*) except -1

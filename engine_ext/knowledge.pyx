@@ -144,7 +144,7 @@ cdef double _v(Knowledge* kn, int s, int k, bint defender_unknown) noexcept nogi
 
 
 cdef void _cases(Knowledge* kn) noexcept nogil:
-    cdef int s, k, r, movable, unmoved_all, rest
+    cdef int s, k, r, movable, unmoved_all
     cdef double v, moved_share, stationary, total
     for s in range(2):
         movable = kn.n_movable[s]
@@ -172,17 +172,10 @@ cdef void _cases(Knowledge* kn) noexcept nogil:
                 kn.p_case3[s][k] = 0.0
             if kn.p_case3[s][k] > 1.0:
                 kn.p_case3[s][k] = 1.0
-            # The same without the flag, over the unmoved pieces that are not the flag.
-            stationary -= kn.pool[s][R_FLAG]
-            rest = unmoved_all - kn.pool[s][R_FLAG]
-            kn.p_case3nf[s][k] = (v * moved_share + stationary) / rest if rest > 0 else 0.0
-            if kn.p_case3nf[s][k] > 1.0:
-                kn.p_case3nf[s][k] = 1.0
     # Cases 4 and 5: both unknown, summed over the attacker's movable pool.
     for s in range(2):
         kn.p_case4[s] = 0.0
         kn.p_case5[s] = 0.0
-        kn.p_case5nf[s] = 0.0
         movable = kn.n_movable[s]
         if movable == 0:
             continue
@@ -191,7 +184,6 @@ cdef void _cases(Knowledge* kn) noexcept nogil:
                 continue
             kn.p_case4[s] += kn.pool[s][r] / <double>movable * kn.p_case2[s ^ 1][r]
             kn.p_case5[s] += kn.pool[s][r] / <double>movable * kn.p_case3[s ^ 1][r]
-            kn.p_case5nf[s] += kn.pool[s][r] / <double>movable * kn.p_case3nf[s ^ 1][r]
 
 
 cdef void replay_history(Pos* p, unsigned char* public_out, uint64_t* approached_out) noexcept nogil:
@@ -239,7 +231,7 @@ cdef inline int _dist(Pos* p, int a, int b) noexcept nogil:
 
 cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object initial, object public,
                       object approached, object moved, object fears, bint psychology,
-                      bint line_approach=True, bint suspect_odds=False) except -1:
+                      bint line_approach=True) except -1:
     """Copy ``pos`` into ``work`` and build ``kn`` from it. ``public`` (our piece ids the opponent
     has seen) and ``approached`` ((mover, target) pairs) default to what the history shows;
     ``moved`` lists extra piece ids to treat as having moved (constructed test positions);
@@ -279,7 +271,6 @@ cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object ini
     own_fear, est_opp_fear, est_own_fear = fears
     kn.psychology = psychology
     kn.line_approach = line_approach
-    kn.suspect_odds = suspect_odds
     kn.own_fear = float(own_fear)
     kn.est_opp_fear = float(est_opp_fear)
     kn.est_own_fear = float(est_own_fear)
@@ -321,10 +312,9 @@ cdef class KnowledgeView:
         free(self.work)
 
     def __init__(self, Position pos, int me, initial, *, public=None, approached=None, moved=(),
-                 fears=(0.0, 0.0, 0.0), bint psychology=False, bint line_approach=True,
-                 bint suspect_odds=False):
+                 fears=(0.0, 0.0, 0.0), bint psychology=False, bint line_approach=True):
         prepare_root(self.work, &self.kn, pos, me, initial, public, approached, moved, fears, psychology,
-                     line_approach, suspect_odds)
+                     line_approach)
         memcpy(self.kpub, self.kn.public_, sizeof(self.kpub))
 
     @property
@@ -364,13 +354,8 @@ cdef class KnowledgeView:
     def case5(self, int side) -> float:
         return self.kn.p_case5[side]
 
-    def case3_nonflag(self, int side, int k) -> float:
-        return self.kn.p_case3nf[side][k]
-
-    def case5_nonflag(self, int side) -> float:
-        return self.kn.p_case5nf[side]
-
-    def attack_outcomes(self, int persp, int attacker, int defender, bint passive_fail=True) -> tuple:
+    def attack_outcomes(self, int persp, int attacker, int defender,
+                        bint failed_attack_passive=True) -> tuple:
         """(win, lose, both, passive) of ``attacker`` attacking ``defender`` in the perspective
         (0 ours, 1 the opponent's) as the search would see it at the root."""
         cdef double out[N_OUTCOMES]
@@ -380,7 +365,7 @@ cdef class KnowledgeView:
         if self.work.powner[attacker] == self.work.powner[defender]:
             raise ValueError("the pieces are on the same side")
         attack_outcomes(&self.kn, self.work, self.kpub, persp, attacker, defender, self.work.ply,
-                        passive_fail, out)
+                        failed_attack_passive, out)
         return (out[0], out[1], out[2], out[3])
 
     def has_approached(self, int mover, int target) -> bool:

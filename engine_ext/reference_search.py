@@ -304,28 +304,10 @@ class Reference:
             p = 0.0
         return min(1.0, p)
 
-    def case3_nonflag(self, side: int, k: int) -> float:
-        """suspect_odds: case 3 against an unmoved defender that is not the flag."""
-        movable, moved, unknown = self.n_movable[side], self.n_moved[side], self.n_unknown[side]
-        s = self._v(side, k, True) * max(0.0, (movable - moved) / movable) if movable else 0.0
-        stationary = self.pool[side][BOMB] if k == MINER else 0
-        rest = unknown - moved - self.pool[side][FLAG]
-        return min(1.0, (s + stationary) / rest) if rest > 0 else 0.0
-
-    def case5_nonflag(self, side: int) -> float:
-        movable = self.n_movable[side]
-        if not movable:
-            return 0.0
-        return sum(self.pool[side][r] / movable * self.case3_nonflag(1 - side, r)
-                   for r in MOVABLE if self.pool[side][r])
-
     def unmoved_win(self, attacker_known: bool, a: int, d: int) -> float:
-        """P(win) of a on the unmoved unknown d (case 3 or 5; with suspect_odds per suspect)."""
+        """P(win) of a on the unmoved unknown d (case 3 or 5)."""
         b = self.b
-        if not self.p.suspect_odds:
-            return self.case3(b.owner[d], b.rank[a]) if attacker_known else self.case5(b.owner[a])
-        nf = self.case3_nonflag(b.owner[d], b.rank[a]) if attacker_known else self.case5_nonflag(b.owner[a])
-        return self.p_flag[d] + (1.0 - self.p_flag[d]) * nf
+        return self.case3(b.owner[d], b.rank[a]) if attacker_known else self.case5(b.owner[a])
 
     def case4(self, side: int) -> float:
         movable = self.n_movable[side]
@@ -390,7 +372,7 @@ class Reference:
                 p_known = p_known - p_known * psy
                 p = p_known if known == a else 1.0 - p_known
         out[WIN] = p
-        if self.p.passive_fail and not ak and self.is_public(d):
+        if self.p.failed_attack_passive and not ak and self.is_public(d):
             out[PASSIVE] = 1.0 - p
         else:
             out[LOSE] = 1.0 - p
@@ -415,18 +397,10 @@ class Reference:
                     value = total if total > 0 else self.p.default_flag_value
                     self.flag_value[s] = value
                 elif self._special_lives(s, r):
-                    value += special[r] + (self.p.miner_bonus if r == MINER else 0.0)
+                    value += special[r]
                 self.piece[s][r] = value
         if self.p.own_flag_value > 0.0:
             self.piece[self.me][FLAG] = self.p.own_flag_value
-        # trade_down: the side ahead in material counts the other's losses more, its own less.
-        material = [sum(self.alive[s][r] * self.piece[s][r] for r in MOVABLE) for s in (0, 1)]
-        adv = 0.0
-        if self.p.trade_down and sum(material) > 0:
-            adv = self.p.trade_down * (material[self.me] - material[self.enemy]) / (material[0] + material[1])
-        self.capture_weight = [0.0, 0.0]
-        self.capture_weight[self.me] = 1.0 - adv
-        self.capture_weight[self.enemy] = 1.0 + adv
 
     def _special_lives(self, s: int, r: int) -> bool:
         o = 1 - s
@@ -470,8 +444,7 @@ class Reference:
         """Table 8: the worth of piece x, taken by piece y, in the perspective."""
         b = self.b
         owner = b.owner[x]
-        # suspect_odds: a piece that attacks has moved, so it is no flag (the thesis counts its share).
-        moved = b.moves[x] > 0 or (x_attacked and self.p.suspect_odds)
+        moved = b.moves[x] > 0
         if owner == self.enemy:
             if b.rank[x] != UNKNOWN:
                 return self.piece[owner][b.rank[x]]
@@ -487,19 +460,7 @@ class Reference:
             value = self.mean_all(owner, moved)
         if moved:
             return value
-        if not self.p.suspect_odds:
-            return value + self.flag_share(x)
-        # Beaten: the flag with P(flag) / P(win), else the mean without the flag.
-        no_flag = [r for r in range(12) if r != FLAG]
-        if captor_known:
-            rest = self._mean(owner, [r for r in no_flag if combat(Rank(b.rank[y]), Rank(r)) == ATTACKER_WINS])
-            if rest is None:
-                rest = self._mean(owner, no_flag)
-        else:
-            rest = self._mean(owner, no_flag)
-        p_win = self.unmoved_win(self.known_in(persp, y), y, x)
-        q = min(1.0, self.p_flag[x] / p_win) if p_win > 0.0 else 0.0
-        return q * self.flag_value[owner] + (1.0 - q) * (rest or 0.0)
+        return value + self.flag_share(x)
 
     def reveal_value(self, x: int) -> float:
         b = self.b
@@ -510,12 +471,12 @@ class Reference:
         return self.p.reveal_factor * self.piece[b.owner[x]][b.rank[x]]
 
     def decay(self, ply: int) -> float:
-        return self.p.decay ** ((ply - 1) // 2)
+        return self.p.capture_decay ** ((ply - 1) // 2)
 
     # --- moves ------------------------------------------------------------------------------------
 
     def set_area(self, move: int) -> None:
-        b, r = self.b, self.p.radius
+        b, r = self.b, self.p.local_radius
         frm, to = move & 0xFF, move >> 8
         squares = range(b.stride * (b.height + 2))
         self.area = {sq for sq in squares if min(b.dist(sq, frm), b.dist(sq, to)) <= r}
@@ -547,7 +508,7 @@ class Reference:
     def node_moves(self, ply: int) -> list[int]:
         b, p = self.b, self.p
         side = b.side
-        local = p.radius >= 0
+        local = p.local_radius >= 0
         every = not p.variable_depth or ply <= p.full_plies
         last = self.last_moved() if not every and ply <= p.last_piece_plies else -1
         attacks: list[int] = []
@@ -608,9 +569,9 @@ class Reference:
         mine = opp = 0.0
         survivor = -1
         advance = 0.0
-        if self.p.advance and b.rank[a] != SCOUT:
+        if self.p.advance_bonus and b.rank[a] != SCOUT:
             rows = b.col_row(to)[1] - b.col_row(frm)[1]
-            advance = sign_a * self.p.advance * (rows if b.owner[a] == 0 else -rows)
+            advance = sign_a * self.p.advance_bonus * (rows if b.owner[a] == 0 else -rows)
         if d < 0:
             mine += advance
             opp += advance
@@ -619,11 +580,11 @@ class Reference:
             result = 0
         else:
             if outcome in (WIN, BOTH):
-                x = sign_a * self.capture_weight[b.owner[d]]
+                x = sign_a
                 mine += x * self.captured(OWN, d, a, False)
                 opp += x * self.captured(OPP, d, a, False)
             if outcome in (LOSE, BOTH):
-                x = sign_a * self.capture_weight[b.owner[a]]
+                x = sign_a
                 mine -= x * self.captured(OWN, a, d, True)
                 opp -= x * self.captured(OPP, a, d, True)
             if outcome == WIN:
@@ -702,7 +663,7 @@ class Reference:
 
     def defers(self, move: int) -> bool:
         """An attack whose failure in a view is not attacking (8.3), with ``failed_alternative``."""
-        if not (self.p.passive_fail and self.p.failed_alternative) or move == NULL:
+        if not (self.p.failed_attack_passive and self.p.failed_attack_alternative) or move == NULL:
             return False
         a, d = self.b.board[move & 0xFF], self.b.board[move >> 8]
         if d < 0 or not self.is_public(d):
@@ -860,10 +821,10 @@ class Reference:
         out = []
         passive = 0.0
         for i, move in enumerate(moves):
-            if self.p.radius >= 0:
+            if self.p.local_radius >= 0:
                 self.set_area(move)
             value = self.root_value(move)
-            if self.p.radius >= 0 or i == 0:
+            if self.p.local_radius >= 0 or i == 0:
                 passive = self.root_value(NULL)
             out.append(value - passive)
         return out

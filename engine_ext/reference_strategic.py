@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from engine_ext.core import Position
 from engine_ext.pieces import ATTACKER_WINS, Rank, combat
+from engine_ext.settings import StrategicParams
 
 MIN_STEPS = 4  # "L är antal steg mellan pjäserna (lägst 4)"
 
@@ -360,29 +361,25 @@ def strategic_scores(
     moves: Sequence[int],
     flag_suspicion: Sequence[float] | None = None,
     lookahead: bool = True,
-    hunt: float = 0.0,
-    captures_keep: bool = False,
-    miner_pull: float = 1.0,
-    guard: float = 0.0,
-    home: float = 0.0,
+    params: StrategicParams | None = None,
 ) -> list[float]:
     """Figure 9: each move's score plus the best score of a next own move (its own score when no
     next move beats it); strikes other than scouts' long ones score 0. Without ``lookahead``, each
-    move's own score. Not in the thesis: ``hunt`` (the endgame hunt's force, 0: off) and
-    ``captures_keep`` (the strikes left out score the best of the moves scored instead of 0) and
-    ``miner_pull`` (the factor on rules 3 and 5) and ``guard`` (the pull towards a known miner
-    within ``GUARD_RADIUS`` steps of our flag) and ``home`` (the force that keeps up to
-    ``HOME_GUARDS`` sergeants to majors on stations next to the bombs by our flag; chosen at the root)."""
+    move's own score. ``params`` holds what is not in the thesis (None: the thesis's search):
+    ``hunt_force`` (the endgame hunt's force, 0: off), ``miner_pull`` (the factor on rules 3 and 5),
+    ``miner_guard`` (the pull towards a known miner within ``GUARD_RADIUS`` steps of our flag) and
+    ``home_guard`` (the force that keeps up to ``HOME_GUARDS`` sergeants to majors on stations next to
+    the bombs by our flag; chosen at the root)."""
+    params = params if params is not None else StrategicParams()
+    hunt, miner_pull, guard, home = params.hunt_force, params.miner_pull, params.miner_guard, params.home_guard
     susp = list(flag_suspicion) if flag_suspicion is not None else flag_suspicions(pos, side)
     board = _Board.of(pos)
     home_guard = _Home.of(board, side, home)
     out: list[float] = []
-    left_out: list[int] = []
     for move in moves:
         frm, to = pos.coords(move & 0xFF), pos.coords(move >> 8)
         score = _score(board, frm, to, p_flag, p_bomb, susp, hunt, miner_pull, guard, home_guard)
         if score is None:
-            left_out.append(len(out))
             out.append(0.0)
             continue
         if not lookahead:
@@ -395,12 +392,6 @@ def strategic_scores(
             if next_score is not None and next_score > best:
                 best = next_score
         out.append(score + best)
-    if captures_keep:
-        # Not in the thesis: the captures left out score the best of the moves scored.
-        scored = [v for i, v in enumerate(out) if i not in left_out]
-        top = max(scored, default=0.0)
-        for i in left_out:
-            out[i] = top
     return out
 
 

@@ -22,6 +22,8 @@ cdef enum:
     ABORT_TIME = 1              # Search.aborted: the abort deadline, the stop flag or another worker
     ABORT_NODES = 2             # ... the node budget
 
+# Each field is named as the EngineSettings field (engine_ext/settings.py) it comes from; ``fill_config``
+# in search.pyx is the one place that fills it.
 ctypedef struct SearchConfig:
     int algorithm
     int max_depth               # plies, the root move being ply 1
@@ -29,12 +31,12 @@ ctypedef struct SearchConfig:
     int full_plies              # plies 1..full_plies: every local move
     int en_prise_plies          # up to here also: captures, moves into reach of an opponent piece,
     int last_piece_plies        # up to here: captures and the side's last moved piece; beyond: captures
-    int radius                  # local search radius (7.4); < 0: global search, no passive move
+    int local_radius            # local search radius (7.4); < 0: global search, no passive move
     int flag_area               # squares this close to our flag join every local area; < 0: none
     int flag_sq                 # our flag's square at the root; < 0: none (or no flag area)
     int two_squares             # the two-squares limit applied inside the search; 0: not applied
-    int passive_fail            # an unknown attacker's failure on a known piece is the passive move
-    int failed_alternative      # ... and stands for the mover's best other move, not for doing nothing
+    int failed_attack_passive   # an unknown attacker's failure on a known piece is the passive move
+    int failed_attack_alternative  # ... and stands for the mover's best other move, not for doing nothing
     double average_margin       # opponent moves within this of its best are averaged (9.4); < 0: off
     double strategic_weight
     int depth_step              # iterative deepening's step beyond the full plies

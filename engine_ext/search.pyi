@@ -4,7 +4,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from engine_ext.core import Position
-from engine_ext.settings import SearchParams
+from engine_ext.settings import SearchParams, StrategicParams
 
 ALGORITHMS: dict[str, int]
 
@@ -31,15 +31,7 @@ class SearchRunner:
         self, move: int
     ) -> tuple[tuple[float, float, float, float], tuple[float, float, float, float]] | None: ...
     def opponent_movers(self) -> int: ...
-    def strategic(
-        self,
-        moves: Sequence[int],
-        hunt: float = 0.0,
-        captures_keep: bool = False,
-        miner_pull: float = 1.0,
-        guard: float = 0.0,
-        home: float = 0.0,
-    ) -> list[float]: ...
+    def strategic(self, moves: Sequence[int], params: StrategicParams | None = None) -> list[float]: ...
     def run(
         self, moves: Sequence[int], soft_deadline: float, abort_deadline: float, nodes: int | None = None
     ) -> dict[str, Any]: ...

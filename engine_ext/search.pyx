@@ -31,7 +31,7 @@ from engine_ext.knowledge cimport (
     N_OUTCOMES, OPP, OUT_BOTH, OUT_LOSE, OUT_PASSIVE, OUT_WIN, OWN, Knowledge, attack_outcomes,
     is_public, known_in, manhattan, prepare_root,
 )
-from engine_ext.strategic cimport strategic_scores
+from engine_ext.strategic cimport StrategicConfig, fill_strategic_config, strategic_scores
 
 
 cdef extern from *:
@@ -101,7 +101,7 @@ cdef void set_area(Search* S, int move) noexcept nogil:
     cdef Pos* p = &S.pos
     cdef int frm = move & 0xFF
     cdef int to = move >> 8
-    cdef int sq, side, pid, rank, d, r = S.cfg.radius
+    cdef int sq, side, pid, rank, d, r = S.cfg.local_radius
     cdef int fr = S.cfg.flag_area
     cdef int flag = S.cfg.flag_sq
     cdef bint runs
@@ -256,7 +256,7 @@ cdef int gen_restricted(Search* S, int* out, int last) noexcept nogil:
     cdef Pos* p = &S.pos
     cdef int side = p.side
     cdef int enemy = side ^ 1
-    cdef bint local = S.cfg.radius >= 0
+    cdef bint local = S.cfg.local_radius >= 0
     cdef uint64_t reach[4]
     cdef uint64_t x
     cdef int caps[MAX_NODE_MOVES]
@@ -385,7 +385,7 @@ cdef int gen_node_moves(Search* S, int ply, int* out) noexcept nogil:
     when the search is local. Unknown pieces move one step (7.2); known scouts run."""
     cdef Pos* p = &S.pos
     cdef int side = p.side
-    cdef bint local = S.cfg.radius >= 0
+    cdef bint local = S.cfg.local_radius >= 0
     cdef bint every = not S.cfg.variable_depth or ply <= S.cfg.full_plies
     cdef bint reach_ok = ply <= S.cfg.en_prise_plies
     cdef bint last_ok = ply <= S.cfg.last_piece_plies
@@ -493,28 +493,28 @@ cdef inline int outcome_events(Search* S, int ply, int move, int outcome, bint b
         do_[0] = 0.0
         return -1
     if d < 0:
-        if v.advance != 0.0 and p.prank[a] != R_SCOUT:
-            x = sa * v.advance * forward_rows(kn, p.powner[a], frm, to)
+        if v.advance_bonus != 0.0 and p.prank[a] != R_SCOUT:
+            x = sa * v.advance_bonus * forward_rows(kn, p.powner[a], frm, to)
             m += x
             o += x
         if manhattan(kn, frm, to) > 1 and not S.kpub[a]:
             survivor = a        # a run of two squares or more shows a scout
     else:
         if outcome == OUT_WIN or outcome == OUT_BOTH:
-            x = sa * v.capture_weight[p.powner[d]]
+            x = sa
             m += x * captured_value(v, kn, p, S.kpub, OWN, d, a, False)
             if both_views:
                 o += x * captured_value(v, kn, p, S.kpub, OPP, d, a, False)
         if outcome == OUT_LOSE or outcome == OUT_BOTH:
-            x = sa * v.capture_weight[p.powner[a]]
+            x = sa
             m -= x * captured_value(v, kn, p, S.kpub, OWN, a, d, True)
             if both_views:
                 o -= x * captured_value(v, kn, p, S.kpub, OPP, a, d, True)
         if outcome == OUT_WIN:
             if not S.kpub[a]:
                 survivor = a
-            if v.advance != 0.0 and p.prank[a] != R_SCOUT:
-                x = sa * v.advance * forward_rows(kn, p.powner[a], frm, to)
+            if v.advance_bonus != 0.0 and p.prank[a] != R_SCOUT:
+                x = sa * v.advance_bonus * forward_rows(kn, p.powner[a], frm, to)
                 m += x
                 o += x
         elif outcome == OUT_LOSE:
@@ -593,7 +593,7 @@ cdef inline void leaf_value(Search* S, int ply, int move, int outcome, bint both
     S.nodes += 1
     S.ply_nodes[ply + 1] += 1
     outcome_events(S, ply, move, outcome, both_views, &dm, &do_)
-    r = random_term(&S.val, hash_after(&S.pos, move, outcome)) if S.val.random_amp != 0.0 else 0.0
+    r = random_term(&S.val, hash_after(&S.pos, move, outcome)) if S.val.random_amplitude != 0.0 else 0.0
     res[0] = acc_m + dm + r
     res[1] = acc_o + do_ + r
 
@@ -619,7 +619,7 @@ cdef inline bint defers(Search* S, int move) noexcept nogil:
     of them (the mover would have made that move instead), not for the passive move."""
     cdef Pos* p = &S.pos
     cdef int a, d
-    if not (S.cfg.passive_fail and S.cfg.failed_alternative) or move == NULL_MOVE:
+    if not (S.cfg.failed_attack_passive and S.cfg.failed_attack_alternative) or move == NULL_MOVE:
         return False
     d = p.board[move >> 8]
     if d < 0 or not is_public(&S.kn, p, S.kpub, d):
@@ -759,8 +759,8 @@ cdef bint pemm_move(Search* S, int ply, int move, double acc_m, double acc_o, do
     d = p.board[move >> 8]
     ka = S.kpub[a]
     kd = S.kpub[d]
-    attack_outcomes(&S.kn, p, S.kpub, OWN, a, d, S.root_ply, S.cfg.passive_fail, pm)
-    attack_outcomes(&S.kn, p, S.kpub, OPP, a, d, S.root_ply, S.cfg.passive_fail, po)
+    attack_outcomes(&S.kn, p, S.kpub, OWN, a, d, S.root_ply, S.cfg.failed_attack_passive, pm)
+    attack_outcomes(&S.kn, p, S.kpub, OPP, a, d, S.root_ply, S.cfg.failed_attack_passive, po)
     if single_outcome(pm, po, &only):
         if only == OUT_PASSIVE and passive != NULL:
             res[0] = passive[0]
@@ -842,7 +842,7 @@ cdef double em_move(Search* S, int ply, int move, double acc, bint have_passive,
     d = p.board[move >> 8]
     ka = S.kpub[a]
     kd = S.kpub[d]
-    attack_outcomes(&S.kn, p, S.kpub, OWN, a, d, S.root_ply, S.cfg.passive_fail, pm)
+    attack_outcomes(&S.kn, p, S.kpub, OWN, a, d, S.root_ply, S.cfg.failed_attack_passive, pm)
     total = 0.0
     for o in range(N_OUTCOMES):
         if pm[o] == 0.0:
@@ -924,7 +924,7 @@ cdef double mm_move(Search* S, int ply, int move, double acc, double alpha, doub
             o = OUT_WIN
         else:
             kd = S.kpub[d]
-            attack_outcomes(&S.kn, p, S.kpub, OWN, a, d, S.root_ply, S.cfg.passive_fail, pm)
+            attack_outcomes(&S.kn, p, S.kpub, OWN, a, d, S.root_ply, S.cfg.failed_attack_passive, pm)
             o = likely_outcome(pm)
     if ply >= S.depth:
         leaf_value(S, ply, move, o, False, acc, acc, child)
@@ -959,12 +959,12 @@ cdef void search_root_moves(Search* S, const int* moves, int n, double* diffs, i
         i = fetch_add(next_move, 1)
         if i >= n or load_flag(S.abort_flag):
             return
-        if S.cfg.radius >= 0:
+        if S.cfg.local_radius >= 0:
             set_area(S, moves[i])
         v = root_value(S, moves[i])
         if S.aborted:
             return
-        if S.cfg.radius >= 0:
+        if S.cfg.local_radius >= 0:
             passive = root_value(S, NULL_MOVE)
             if S.aborted:
                 return
@@ -983,7 +983,7 @@ cdef bint run_iteration(Search** W, int workers, const int* moves, int n, double
     for t in range(workers):
         W[t].depth = W[0].depth
         W[t].aborted = 0
-    if W[0].cfg.radius < 0:
+    if W[0].cfg.local_radius < 0:
         for t in range(workers):
             set_global(W[t])
         global_passive = root_value(W[0], NULL_MOVE)
@@ -1080,6 +1080,47 @@ cdef int iterate(Search** W, int workers, const int* moves, int n, double soft_d
     return completed
 
 
+cdef int fill_search(Search* S, Position pos, int me, object initial, object params, object public,
+                     object approached, object moved) except -1:
+    """The one place that fills the compiled structs of a search from an ``engine_ext.settings.SearchParams``:
+    the root's knowledge (``prepare_root``), the values (``build_values``) and ``SearchConfig``, whose fields
+    carry the settings' names."""
+    cdef double base[N_RANKS]
+    cdef double special[N_RANKS]
+    cdef int r, pid
+    cdef uint64_t key = <uint64_t>(int(params.random_key) & 0xFFFFFFFFFFFFFFFF)
+    prepare_root(&S.pos, &S.kn, pos, me, initial, public, approached, moved,
+                 (params.own_fear, params.est_opp_fear, params.est_own_fear), params.psychology,
+                 params.line_approach)
+    for r in range(N_RANKS):
+        base[r] = params.base[r]
+        special[r] = params.special[r]
+    build_values(&S.val, &S.kn, &S.pos, base, special, params.default_flag_value, params.capture_decay,
+                 params.reveal_factor, params.reveal_bomb, params.advance_bonus, params.random_amplitude, key,
+                 params.own_flag_value)
+    S.cfg.algorithm = ALGORITHMS[params.algorithm]
+    S.cfg.max_depth = params.max_depth
+    S.cfg.variable_depth = params.variable_depth
+    S.cfg.full_plies = params.full_plies
+    S.cfg.en_prise_plies = params.en_prise_plies
+    S.cfg.last_piece_plies = params.last_piece_plies
+    S.cfg.local_radius = params.local_radius
+    S.cfg.flag_area = params.flag_area
+    S.cfg.flag_sq = -1
+    if params.flag_area >= 0:
+        for pid in range(S.pos.first_id[me], S.pos.end_id[me]):
+            if S.pos.prank[pid] == R_FLAG and S.pos.psq[pid] >= 0:
+                S.cfg.flag_sq = S.pos.psq[pid]
+    S.cfg.two_squares = params.two_squares
+    S.cfg.failed_attack_passive = params.failed_attack_passive
+    S.cfg.failed_attack_alternative = params.failed_attack_alternative
+    S.cfg.average_margin = params.average_margin
+    S.cfg.strategic_weight = params.strategic_weight
+    S.cfg.depth_step = params.depth_step
+    S.cfg.scout_runs = params.scout_runs
+    return 0
+
+
 cdef class SearchRunner:
     """One search: the position copied, knowledge and values built for it, then ``run``.
 
@@ -1111,10 +1152,7 @@ cdef class SearchRunner:
     def __init__(self, Position pos, int me, initial, params, *, public=None, approached=None, moved=(),
                  threads=None):
         cdef Search* S = self.S
-        cdef double base[N_RANKS]
-        cdef double special[N_RANKS]
         cdef int r, t
-        cdef uint64_t key = <uint64_t>(int(params.random_key) & 0xFFFFFFFFFFFFFFFF)
         if params.algorithm not in ALGORITHMS:
             raise ValueError(f"unknown search algorithm {params.algorithm!r} (known: {', '.join(ALGORITHMS)})")
         if not 1 <= params.max_depth <= MAX_DEPTH:
@@ -1124,35 +1162,7 @@ cdef class SearchRunner:
         threads = params.threads if threads is None else threads
         if not 1 <= threads <= MAX_THREADS:
             raise ValueError(f"threads must be 1..{MAX_THREADS}, not {threads}")
-        prepare_root(&S.pos, &S.kn, pos, me, initial, public, approached, moved,
-                     (params.own_fear, params.est_opp_fear, params.est_own_fear), params.psychology,
-                     params.line_approach, params.suspect_odds)
-        for r in range(N_RANKS):
-            base[r] = params.base[r]
-            special[r] = params.special[r]
-        build_values(&S.val, &S.kn, &S.pos, base, special, params.default_flag_value, params.decay,
-                     params.reveal_factor, params.reveal_bomb, params.advance, params.random_amplitude, key,
-                     params.own_flag_value, params.miner_bonus, params.trade_down)
-        S.cfg.algorithm = ALGORITHMS[params.algorithm]
-        S.cfg.max_depth = params.max_depth
-        S.cfg.variable_depth = params.variable_depth
-        S.cfg.full_plies = params.full_plies
-        S.cfg.en_prise_plies = params.en_prise_plies
-        S.cfg.last_piece_plies = params.last_piece_plies
-        S.cfg.radius = params.radius
-        S.cfg.flag_area = params.flag_area
-        S.cfg.flag_sq = -1
-        if params.flag_area >= 0:
-            for pid in range(S.pos.first_id[me], S.pos.end_id[me]):
-                if S.pos.prank[pid] == R_FLAG and S.pos.psq[pid] >= 0:
-                    S.cfg.flag_sq = S.pos.psq[pid]
-        S.cfg.two_squares = params.two_squares
-        S.cfg.passive_fail = params.passive_fail
-        S.cfg.failed_alternative = params.failed_alternative
-        S.cfg.average_margin = params.average_margin
-        S.cfg.strategic_weight = params.strategic_weight
-        S.cfg.depth_step = params.depth_step
-        S.cfg.scout_runs = params.scout_runs
+        fill_search(S, pos, me, initial, params, public, approached, moved)
         memcpy(S.kpub, S.kn.public_, sizeof(S.kpub))
         init_bits(S)
         S.root_ply = S.pos.ply
@@ -1206,8 +1216,8 @@ cdef class SearchRunner:
         cdef int d = p.board[move >> 8]
         if a < 0 or d < 0 or p.powner[a] == p.powner[d]:
             return None
-        attack_outcomes(&self.S.kn, p, self.S.kpub, OWN, a, d, self.S.root_ply, self.S.cfg.passive_fail, pm)
-        attack_outcomes(&self.S.kn, p, self.S.kpub, OPP, a, d, self.S.root_ply, self.S.cfg.passive_fail, po)
+        attack_outcomes(&self.S.kn, p, self.S.kpub, OWN, a, d, self.S.root_ply, self.S.cfg.failed_attack_passive, pm)
+        attack_outcomes(&self.S.kn, p, self.S.kpub, OPP, a, d, self.S.root_ply, self.S.cfg.failed_attack_passive, po)
         return (tuple(pm[i] for i in range(N_OUTCOMES)), tuple(po[i] for i in range(N_OUTCOMES)))
 
     def opponent_movers(self) -> int:
@@ -1218,14 +1228,10 @@ cdef class SearchRunner:
             n += self.S.kn.alive[opp][r]
         return n
 
-    def strategic(self, moves, double hunt=0.0, bint captures_keep=False, double miner_pull=1.0,
-                  double guard=0.0, double home=0.0) -> list:
+    def strategic(self, moves, params=None) -> list:
         """The strategic search's scores (9.2) of our root moves, as the strategic module gives them;
-        ``hunt`` > 0 adds the endgame hunt (not in the thesis) with that force, ``captures_keep``
-        gives the captures the best score of the other moves (not in the thesis), ``miner_pull``
-        scales the miner's pulls towards unknown pieces (rules 3 and 5; not in the thesis), ``guard``
-        pulls the pieces that beat a miner towards a known miner near our flag, ``home`` keeps up to
-        two sergeants to majors on stations next to our flag's bombs (both not in the thesis)."""
+        ``params``: an ``engine_ext.settings.StrategicParams`` (the endgame hunt, the miner pull, the
+        guards: none in the thesis); None: the thesis's search."""
         cdef Search* S = self.S
         cdef int n = len(moves)
         cdef int* buf
@@ -1234,6 +1240,8 @@ cdef class SearchRunner:
         cdef double pb[MAX_PIECES]
         cdef double susp[MAX_PIECES]
         cdef int i, pid, me = S.kn.me
+        cdef StrategicConfig cfg
+        fill_strategic_config(&cfg, params)
         if n == 0:
             return []
         if S.pos.side != me:
@@ -1257,8 +1265,7 @@ cdef class SearchRunner:
             for i in range(n):
                 buf[i] = moves[i]
             with nogil:
-                strategic_scores(&S.pos, me, pf, pb, susp, buf, n, out, hunt, captures_keep, miner_pull, guard,
-                                 home)
+                strategic_scores(&S.pos, me, pf, pb, susp, buf, n, out, &cfg)
             return [out[i] for i in range(n)]
         finally:
             free(buf)

@@ -50,11 +50,11 @@ class FearSettings(BaseModel):
         return self
 
 
-class EngineSettings(BaseModel):
+class SearchShape(BaseModel):
+    """How the tree is shaped: depth, variable depth (9.4), local area (7.4). C: ``SearchConfig``."""
+
     model_config = ConfigDict(extra="forbid")
 
-    engine: EngineKind = "perspecto"
-    # Search shape.
     max_depth: int = Field(9, ge=1, le=24, description="plies searched, the root move being ply 1")
     variable_depth: bool = Field(True, description="Perspecto's variable depth (9.4)")
     full_plies: int = Field(4, ge=1, description="plies 1..full_plies search every local move")
@@ -63,45 +63,73 @@ class EngineSettings(BaseModel):
     depth_step: int = Field(1, ge=1, le=4, description="iterative deepening: plies added an iteration "
                             "beyond the full plies (the first iterations go one ply at a time)")
     local_radius: int = Field(2, ge=-1, description="local search radius (7.4); -1: global search")
-    flag_area: int = Field(-1, ge=-1, description="not in the thesis: squares this many steps from our flag "
-                           "belong to every local area, so raids on it are searched; -1: none")
+    scout_runs: bool = Field(False, description="known scouts make range moves below the root; the "
+                             "thesis leaves scouts' long strikes to the strategic search (9.2)")
+    search_two_squares: bool = Field(True, description="apply the two-squares rule inside the search")
+
+    @model_validator(mode="after")
+    def _plies(self) -> SearchShape:
+        if not self.full_plies <= self.en_prise_plies <= self.last_piece_plies:
+            raise ValueError("need full_plies <= en_prise_plies <= last_piece_plies")
+        return self
+
+
+class PemmRules(BaseModel):
+    """p-e-minimax's own rules (8.3, 9.4). C: ``SearchConfig``."""
+
+    model_config = ConfigDict(extra="forbid")
+
     average_margin: float = Field(3.0, ge=0.0, description="opponent moves this close to its best are averaged")
     failed_attack_passive: bool = Field(True, description="an unknown piece's failed attack on a known "
                                         "one counts as the passive move (8.3)")
     failed_attack_alternative: bool = Field(
         True, description="... and that failed branch takes the value of the mover's best other move, not "
         "of doing nothing: it would have made that move instead (the weak point 8.3 names)")
-    scout_runs: bool = Field(False, description="known scouts make range moves below the root; the "
-                             "thesis leaves scouts' long strikes to the strategic search (9.2)")
-    search_two_squares: bool = Field(True, description="apply the two-squares rule inside the search")
-    # Psychology.
+
+
+class PsychologySettings(BaseModel):
+    """The psychological model (9.3) and its move analysis. C: ``Knowledge`` (the fears of one move)."""
+
+    model_config = ConfigDict(extra="forbid")
+
     psychology: bool = True
     line_approach: bool = Field(True, description="a plain move towards a known piece earlier in the search "
                                 "line counts as an approach for the psychological model, not only real moves")
     fear: FearSettings = Field(default_factory=FearSettings)
-    # Evaluation.
+
+
+class EvaluationSettings(BaseModel):
+    """Values of pieces and captures (Tables 4, 5, 8). C: ``build_values`` into ``Values``."""
+
+    model_config = ConfigDict(extra="forbid")
+
     scale: str = Field("thesis", description="thesis, JM, KS, MS, SA, VB or the path of a scale file")
     default_flag_value: float = Field(300.0, gt=0.0, description="the flag's value when the scale gives none")
-    own_flag_value: float | None = Field(
-        None, gt=0.0, description="not in the thesis: what losing our own flag costs in our own view; "
-        "None: the scale's flag value (the opponent's flag and its suspects keep that value)")
-    miner_bonus: float = Field(0.0, ge=0.0, description="not in the thesis: added to every miner's special "
-                               "value (both sides') while it lives, i.e. while the opponent has bombs")
-    suspect_odds: bool = Field(
-        False, description="not in the thesis: an attack on an unmoved unknown piece finds the flag with that "
-        "piece's own P(flag) (7.5's suspicions), and a win there is worth the flag by P(flag | win), so the "
-        "attack's flag value is P(flag) * flag value, not case 3's uniform chance times the share")
-    trade_down: float = Field(
-        0.0, ge=0.0, le=1.0, description="not in the thesis: with adv the root's material lead as a share "
-        "((ours - theirs) / (ours + theirs), movable pieces), the side ahead counts the other's losses "
-        "(1 + k adv) times and its own (1 - k adv) times, so even trades pay the side ahead; 0: off")
     capture_decay: float = Field(0.95, gt=0.0, le=1.0, description="captures lose this factor every two plies")
     advance_bonus: float = Field(0.0, description="Table 5: per row a piece (not a scout) advances")
     reveal_factor: float = Field(0.0, ge=0.0, description="Table 5: a piece that becomes known loses this share")
     reveal_bomb: float = Field(0.0, ge=0.0, description="Table 5: a bomb that becomes known loses this")
     random_amplitude: float = Field(2.0, ge=0.0, description="the random term lies in [-a, a]")
     seed: int | None = Field(None, description="seed of the random term, ownFear and the random mover")
-    # Strategic search.
+
+    @field_validator("scale")
+    @classmethod
+    def _scale_exists(cls, value: str) -> str:
+        try:
+            get_scale(value)
+        except ScaleError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    def value_scale(self) -> ValueScale:
+        return get_scale(self.scale)
+
+
+class StrategicSettings(BaseModel):
+    """The strategic search (9.2, Appendix 1) and its additions. C: ``StrategicConfig``."""
+
+    model_config = ConfigDict(extra="forbid")
+
     strategic: bool = Field(True, description="add the strategic search's scores at the root (9.2)")
     strategic_weight: float = Field(1.0, ge=0.0)
     hunt_movers: int = Field(0, ge=0, description="not in the thesis: once the opponent has at most this "
@@ -115,6 +143,20 @@ class EngineSettings(BaseModel):
     miner_pull: float = Field(
         1.0, ge=0.0, description="not in the thesis: a factor on Appendix 1's rules 3 and 5, the miner's "
         "pulls towards likely bombs and flags among the unknown pieces (1: as written)")
+
+
+class FlagDefence(BaseModel):
+    """Not in the thesis: the defence of our own flag (docs/engine.md, *Raids*). ``flag_area`` fills
+    ``SearchConfig``, ``own_flag_value`` ``build_values``, ``miner_guard`` and ``home_guard``
+    ``StrategicConfig``; ``raider_radius`` rewrites the searched position (engine_ext/raiders.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    flag_area: int = Field(-1, ge=-1, description="not in the thesis: squares this many steps from our flag "
+                           "belong to every local area, so raids on it are searched; -1: none")
+    own_flag_value: float | None = Field(
+        None, gt=0.0, description="not in the thesis: what losing our own flag costs in our own view; "
+        "None: the scale's flag value (the opponent's flag and its suspects keep that value)")
     miner_guard: float = Field(
         0.0, ge=0.0, description="not in the thesis: every own piece that beats a miner is pulled with this "
         "force towards each known opponent miner within 5 steps of our flag (the flag's guard); 0: off")
@@ -126,36 +168,60 @@ class EngineSettings(BaseModel):
         -1, ge=-1, le=10, description="not in the thesis: an opponent piece we have not seen that has moved and "
         "stands within this many steps of a bomb beside our flag (of the flag, when no bomb is beside it) is "
         "searched as a miner, as many as their unseen miners (the raider); -1: off")
-    captures_keep_strategic: bool = Field(
-        False, description="not in the thesis: a capture gets the best strategic score of the other moves "
-        "instead of the 0 the strategic search gives it, so the pull never holds a capture back")
-    # Time and hardware.
+
+
+class TimeUse(BaseModel):
+    """Time and hardware. C: ``SearchRunner``'s workers and deadlines."""
+
+    model_config = ConfigDict(extra="forbid")
+
     threads: int = Field(1, ge=0, le=8, description="search threads sharing the root moves; 0: one a core "
                          "this process may use, at most 8 (the perspecto profile's default)")
     time_use: float = Field(1.0, gt=0.0, le=1.0, description="share of the soft time budget to plan for")
 
-    @field_validator("scale")
+
+# The groups by concern, in the order docs/engine.md's table lists them. Every field name is the name
+# of the compiled field (or parameter) it fills: one name from the profile file to the C struct.
+SETTINGS_GROUPS: tuple[type[BaseModel], ...] = (
+    SearchShape, PemmRules, PsychologySettings, EvaluationSettings, StrategicSettings, FlagDefence, TimeUse,
+)
+
+
+# Settings taken out because the lab measured no gain (docs/engine.md, "Settings removed"): a profile
+# that still sets one is told so by name rather than with "not a known setting".
+REMOVED_SETTINGS: dict[str, str] = {
+    "suspect_odds": "removed in issue 21: the lab measured a loss (docs/engine.md, Settings removed)",
+    "captures_keep_strategic": "removed in issue 21: the lab measured no gain (docs/engine.md, Settings removed)",
+    "trade_down": "removed in issue 21: the lab measured no gain (docs/engine.md, Settings removed)",
+    "miner_bonus": "removed in issue 21: the lab measured no gain (docs/engine.md, Settings removed)",
+    "deepen_past_full": "removed in issue 21: the lab measured no gain (docs/engine.md, Settings removed)",
+}
+
+
+class EngineSettings(TimeUse, FlagDefence, StrategicSettings, EvaluationSettings, PsychologySettings, PemmRules,
+                     SearchShape):
+    """Every engine setting, flat (a profile's ``engine_params`` keys are these names), grouped by concern
+    through the base classes (``SETTINGS_GROUPS``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: EngineKind = "perspecto"
+
+    @model_validator(mode="before")
     @classmethod
-    def _scale_exists(cls, value: str) -> str:
-        try:
-            get_scale(value)
-        except ScaleError as exc:
-            raise ValueError(str(exc)) from None
-        return value
-
-    @model_validator(mode="after")
-    def _plies(self) -> EngineSettings:
-        if not self.full_plies <= self.en_prise_plies <= self.last_piece_plies:
-            raise ValueError("need full_plies <= en_prise_plies <= last_piece_plies")
-        return self
-
-    def value_scale(self) -> ValueScale:
-        return get_scale(self.scale)
+    def _removed(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            gone = [f"{key}: {REMOVED_SETTINGS[key]}" for key in data if key in REMOVED_SETTINGS]
+            if gone:
+                raise ValueError("; ".join(gone))
+        return data
 
 
 @dataclass(frozen=True)
 class SearchParams:
-    """Everything one search needs, as plain values (the compiled and the reference search take it)."""
+    """Everything one search needs, as plain values (the compiled and the reference search take it).
+    Each field named as the ``EngineSettings`` field it comes from; the rest is the move's state
+    (the fears, the random key) or the game's (the two-squares limit)."""
 
     algorithm: str  # minimax | expectiminimax | pemm
     max_depth: int
@@ -163,10 +229,10 @@ class SearchParams:
     full_plies: int
     en_prise_plies: int
     last_piece_plies: int
-    radius: int
+    local_radius: int
     two_squares: int  # 0: not applied in the search
-    passive_fail: bool
-    failed_alternative: bool
+    failed_attack_passive: bool
+    failed_attack_alternative: bool
     average_margin: float
     psychology: bool
     own_fear: float
@@ -175,10 +241,10 @@ class SearchParams:
     base: tuple[float, ...]  # rank values by rank code 0..12
     special: tuple[float, ...]
     default_flag_value: float
-    decay: float
+    capture_decay: float
     reveal_factor: float
     reveal_bomb: float
-    advance: float
+    advance_bonus: float
     random_amplitude: float
     random_key: int
     strategic_weight: float
@@ -187,10 +253,32 @@ class SearchParams:
     scout_runs: bool = False
     line_approach: bool = True
     own_flag_value: float = 0.0  # 0: the scale's flag value
-    miner_bonus: float = 0.0
     flag_area: int = -1
-    suspect_odds: bool = False
-    trade_down: float = 0.0
+
+
+@dataclass(frozen=True)
+class StrategicParams:
+    """The strategic search's knobs for one move (C: ``StrategicConfig``), named as the settings they
+    come from. ``hunt_force`` and ``miner_pull`` are the ones in force for this move: the hunt's force
+    only once the opponent is down to ``hunt_movers`` movers (else 0), and ``endgame_miner_pull`` then."""
+
+    hunt_force: float = 0.0
+    miner_pull: float = 1.0
+    miner_guard: float = 0.0
+    home_guard: float = 0.0
+
+
+# The SearchParams fields that are no setting: the algorithm (from ``engine``), the game's two-squares
+# limit, the move's fears and random key, and the scale's values.
+SEARCH_STATE_FIELDS: frozenset[str] = frozenset(
+    {"algorithm", "two_squares", "own_fear", "est_opp_fear", "est_own_fear", "base", "special", "random_key"})
+# The settings the facade (engine_ext/engine.py) uses itself instead of handing them to compiled code:
+# which engine, the scale (handed on as ``base``/``special``), the seed, the fears (the psychology),
+# whether the search applies the two-squares rule, whether the strategic search runs, when the hunt and
+# the endgame miner pull start (``strategic_params``), the raiders' rewrite of the position, the time.
+FACADE_FIELDS: frozenset[str] = frozenset(
+    {"engine", "scale", "seed", "fear", "search_two_squares", "strategic", "hunt_movers", "endgame_miner_pull",
+     "raider_radius", "time_use"})
 
 
 def usable_cores() -> int:
@@ -212,6 +300,8 @@ def search_params(
     two_squares: int | None = None,
     max_depth: int | None = None,
 ) -> SearchParams:
+    """The search's parameters for one move: the settings, the move's fears and random key, the game's
+    two-squares limit; ``max_depth``: a fixed depth in place of the settings'."""
     if settings.engine == "random":
         raise ValueError("the random mover does not search")
     scale = settings.value_scale()
@@ -223,10 +313,10 @@ def search_params(
         full_plies=settings.full_plies,
         en_prise_plies=settings.en_prise_plies,
         last_piece_plies=settings.last_piece_plies,
-        radius=settings.local_radius,
+        local_radius=settings.local_radius,
         two_squares=(two_squares or 0) if settings.search_two_squares else 0,
-        passive_fail=settings.failed_attack_passive,
-        failed_alternative=settings.failed_attack_alternative,
+        failed_attack_passive=settings.failed_attack_passive,
+        failed_attack_alternative=settings.failed_attack_alternative,
         average_margin=settings.average_margin,
         psychology=settings.psychology,
         own_fear=own_fear,
@@ -235,10 +325,10 @@ def search_params(
         base=scale.base_array(),
         special=scale.special_array(),
         default_flag_value=settings.default_flag_value,
-        decay=settings.capture_decay,
+        capture_decay=settings.capture_decay,
         reveal_factor=settings.reveal_factor,
         reveal_bomb=settings.reveal_bomb,
-        advance=settings.advance_bonus,
+        advance_bonus=settings.advance_bonus,
         random_amplitude=settings.random_amplitude,
         random_key=random_key,
         strategic_weight=settings.strategic_weight if settings.strategic else 0.0,
@@ -247,12 +337,24 @@ def search_params(
         scout_runs=settings.scout_runs,
         line_approach=settings.line_approach,
         own_flag_value=settings.own_flag_value or 0.0,
-        miner_bonus=settings.miner_bonus,
         flag_area=settings.flag_area,
-        suspect_odds=settings.suspect_odds,
-        trade_down=settings.trade_down,
     )
 
+
+
+def strategic_params(settings: EngineSettings, opponent_movers: int) -> StrategicParams:
+    """The strategic knobs for a move against an opponent with ``opponent_movers`` movable pieces left:
+    the endgame hunt and the endgame miner pull apply once that is at most ``hunt_movers`` (not 0)."""
+    hunting = settings.hunt_movers > 0 and 0 < opponent_movers <= settings.hunt_movers
+    miner_pull = settings.miner_pull
+    if hunting and settings.endgame_miner_pull is not None:
+        miner_pull = settings.endgame_miner_pull
+    return StrategicParams(
+        hunt_force=settings.hunt_force if hunting else 0.0,
+        miner_pull=miner_pull,
+        miner_guard=settings.miner_guard,
+        home_guard=settings.home_guard,
+    )
 
 # The thesis's first tests (section 8) used a fixed depth of five plies, local search, and the early
 # evaluation: Table 4's values with Table 5's advance bonus and penalties for known pieces.

@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 
 from engine_ext.core import Position
+from engine_ext.settings import StrategicParams
 
 def strategic_scores_py(
     pos: Position,
@@ -12,13 +13,6 @@ def strategic_scores_py(
     moves: Sequence[int],
     flag_suspicion: Sequence[float] | None = None,
     lookahead: bool = True,
-    hunt: float = 0.0,
-    captures_keep: bool = False,
-    miner_pull: float = 1.0,
-    guard: float = 0.0,
-    home: float = 0.0,
+    params: StrategicParams | None = None,
 ) -> list[float]: ...
 def flag_suspicions_py(pos: Position, side: int) -> list[float]: ...
-def strategic_bench(
-    pos: Position, side: int, p_flag: Sequence[float], p_bomb: Sequence[float], moves: Sequence[int], repeats: int
-) -> list[float]: ...

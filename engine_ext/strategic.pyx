@@ -34,10 +34,7 @@ ctypedef struct State:
     int side
     int opp
     double t                # opponent pieces left / 10, at least 1
-    double hunt             # the endgame hunt's force (not in the thesis); 0: off
-    double miner_pull       # factor on rules 3 and 5, the miner's pulls to unknowns (1: the thesis)
-    double guard            # pull towards a known opponent miner near our flag (not in the thesis)
-    double home             # the home guards' force (not in the thesis); 0: off
+    StrategicConfig cfg     # the knobs (strategic.pxd)
     int homes               # how many home guards (each a piece and its station)
     int home_pid[HOME_GUARDS]
     int home_col[HOME_GUARDS]   # the guard's station
@@ -163,11 +160,12 @@ cdef void _piece_force(Pos* p, State* st, int pid) noexcept nogil:
         for k in range(p.first_id[st.opp], p.end_id[st.opp]):
             if p.psq[k] < 0:
                 continue
-            f = _rule_force(own, p.prank[k], p_flag[k], p_bomb[k], st.open_[k], st.hunt, st.miner_pull)
-            if (st.guard != 0.0 and p.prank[k] == R_MINER and st.flag_col >= 0
+            f = _rule_force(own, p.prank[k], p_flag[k], p_bomb[k], st.open_[k], st.cfg.hunt_force,
+                            st.cfg.miner_pull)
+            if (st.cfg.miner_guard != 0.0 and p.prank[k] == R_MINER and st.flag_col >= 0
                     and COMBAT[own][R_MINER] == ATTACKER_WINS
                     and abs(st.col[k] - st.flag_col) + abs(st.row[k] - st.flag_row) <= GUARD_RADIUS):
-                f += st.guard       # the guard: a known miner near our flag
+                f += st.cfg.miner_guard       # the guard: a known miner near our flag
             if f == 0.0:
                 continue
             dx = st.col[k] - st.col[pid]
@@ -188,7 +186,7 @@ cdef void _piece_force(Pos* p, State* st, int pid) noexcept nogil:
         steps = abs(dx) + abs(dy)
         if steps > 0:
             d = sqrt(<double>(dx * dx + dy * dy))
-            c = st.home / ((steps if steps > MIN_STEPS else MIN_STEPS) * st.t)
+            c = st.cfg.home_guard / ((steps if steps > MIN_STEPS else MIN_STEPS) * st.t)
             fx += c * dx / d
             fy += c * dy / d
     st.fx[pid] = fx
@@ -319,7 +317,7 @@ cdef void _prepare(Pos* p, State* st, int side) noexcept nogil:
                 st.flag_col = st.col[pid]
                 st.flag_row = st.row[pid]
                 flag_sq = p.psq[pid]
-    if st.home != 0.0 and flag_sq >= 0:
+    if st.cfg.home_guard != 0.0 and flag_sq >= 0:
         _choose_home_guards(p, st, side, flag_sq)
     for pid in range(p.first_id[st.opp], p.end_id[st.opp]):
         st.open_[pid] = 0
@@ -385,7 +383,7 @@ cdef double _move_score(Pos* p, State* st, int move) noexcept nogil:
     for k in range(st.homes):
         if (a == st.home_pid[k] and frm % p.stride - 1 == st.home_col[k]
                 and frm // p.stride - 1 == st.home_row[k]):
-            s -= 2.0 * st.home / (MIN_STEPS * st.t)    # a home guard leaving its station
+            s -= 2.0 * st.cfg.home_guard / (MIN_STEPS * st.t)    # a home guard leaving its station
     return s
 
 
@@ -427,30 +425,40 @@ cdef void flag_suspicions(Pos* p, int side, double* out) noexcept nogil:
         out[pid] = s
 
 
+cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1:
+    """The one place that fills a ``StrategicConfig``, from an ``engine_ext.settings.StrategicParams``
+    (the same field names); None: the thesis's strategic search."""
+    if params is None:
+        cfg.hunt_force = 0.0
+        cfg.miner_pull = 1.0
+        cfg.miner_guard = 0.0
+        cfg.home_guard = 0.0
+        return 0
+    cfg.hunt_force = params.hunt_force
+    cfg.miner_pull = params.miner_pull
+    cfg.miner_guard = params.miner_guard
+    cfg.home_guard = params.home_guard
+    return 0
+
+
 cdef void strategic_scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                            const double* flag_suspicion, const int* moves, int n,
-                           double* out, double hunt=0.0, bint captures_keep=False,
-                           double miner_pull=1.0, double guard=0.0, double home=0.0) noexcept nogil:
-    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, hunt, captures_keep, miner_pull,
-            guard, home)
+                           double* out, const StrategicConfig* cfg) noexcept nogil:
+    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, cfg)
 
 
 cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                   const double* flag_suspicion, const int* moves, int n, double* out,
-                  bint lookahead, double hunt=0.0, bint captures_keep=False,
-                  double miner_pull=1.0, double guard=0.0, double home=0.0) noexcept nogil:
+                  bint lookahead, const StrategicConfig* cfg) noexcept nogil:
     """``strategic_scores``; without ``lookahead`` each move's own score alone (the thesis's
-    "Endast ett drag" variant, 10.3.2; the tests use it to check single rules). ``captures_keep``
-    (not in the thesis): the strikes sorted out get the best score of the moves scored instead of 0,
-    so however large the pulls grow, they never hold a capture back."""
+    "Endast ett drag" variant, 10.3.2; the tests use it to check single rules)."""
     cdef State st
     cdef State st2          # after a long strike the opponent has a piece fewer: start afresh
     cdef double susp_buf[MAX_PIECES]
     cdef const double* susp = flag_suspicion
     cdef int saved_side = p.side
-    cdef int i, m, a, target, scored = 0
-    cdef double s, best, keep_x, keep_y, top = 0.0
-    cdef char left_out[MAX_MOVES]
+    cdef int i, m, a, target
+    cdef double s, best, keep_x, keep_y
     cdef char keep_done
     cdef bint room = p.ply < MAX_PLY - 1    # with no history left, count the move's score twice
     if susp == NULL:
@@ -462,22 +470,15 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
     st2.p_flag = p_flag
     st2.p_bomb = p_bomb
     st2.susp = susp
-    st.hunt = hunt
-    st2.hunt = hunt
-    st.miner_pull = miner_pull
-    st2.miner_pull = miner_pull
-    st.guard = guard
-    st2.guard = guard
-    st.home = home
-    st2.home = home
+    st.cfg = cfg[0]
+    st2.cfg = cfg[0]
     p.side = side
     _prepare(p, &st, side)
     for i in range(n):
         m = moves[i]
         a = p.board[m & 0xFF]
         target = p.board[m >> 8]
-        left_out[i] = target >= 0 and not _is_long_strike(p, m)
-        if left_out[i]:
+        if target >= 0 and not _is_long_strike(p, m):
             out[i] = 0.0    # 9.2: moves that strike are sorted out of the strategic search
             continue
         s = _move_score(p, &st, m)
@@ -511,14 +512,6 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                 _set_coords(p, &st, a)
         out[i] = s + best
     p.side = saved_side
-    if captures_keep:
-        for i in range(n):
-            if not left_out[i] and (scored == 0 or out[i] > top):
-                top = out[i]
-                scored = 1
-        for i in range(n):
-            if left_out[i]:
-                out[i] = top
 
 
 # --- Python access (tests, benchmarks) -------------------------------------------------------------
@@ -559,32 +552,30 @@ cdef int _load_moves(Position pos, int side, object moves, int* buf) except -1:
 
 
 def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_suspicion=None,
-                        bint lookahead=True, double hunt=0.0, bint captures_keep=False,
-                        double miner_pull=1.0, double guard=0.0, double home=0.0):
+                        bint lookahead=True, params=None):
     """``strategic_scores`` on a ``Position``; the probability lists are indexed by piece id.
     ``flag_suspicion`` None: counted by the thesis's rule (``flag_suspicions_py``).
-    ``lookahead`` False: each move's own score only. ``hunt``: the endgame hunt's force (0: off).
-    ``captures_keep``: the captures sorted out get the best score of the others (not in the thesis).
-    ``miner_pull``: the factor on rules 3 and 5 (not in the thesis; 1: as written). ``guard``: the
-    pull towards a known opponent miner within GUARD_RADIUS steps of our flag (not in the thesis).
-    ``home``: the home guard's force (not in the thesis; 0: off)."""
+    ``lookahead`` False: each move's own score only. ``params``: an ``engine_ext.settings.StrategicParams``
+    (the endgame hunt, the miner pull, the guards; docs/strategic.md);
+    None: the thesis's strategic search."""
     cdef double pf[MAX_PIECES]
     cdef double pb[MAX_PIECES]
     cdef double fs[MAX_PIECES]
     cdef int buf[MAX_MOVES]
     cdef double out[MAX_MOVES]
+    cdef StrategicConfig cfg
     cdef int count = pos.p.end_id[1]
     cdef int n = _load_moves(pos, side, moves, buf)
     cdef int i
     cdef const double* fs_ptr = NULL
+    fill_strategic_config(&cfg, params)
     _fill(pf, p_flag, count, "p_flag")
     _fill(pb, p_bomb, count, "p_bomb")
     if flag_suspicion is not None:
         _fill(fs, flag_suspicion, count, "flag_suspicion")
         fs_ptr = fs
     with nogil:
-        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, hunt, captures_keep, miner_pull, guard,
-                home)
+        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, &cfg)
     return [out[i] for i in range(n)]
 
 
@@ -595,20 +586,3 @@ def flag_suspicions_py(Position pos, int side):
         raise ValueError(f"side {side}")
     flag_suspicions(&pos.p, side, out)
     return [out[i] for i in range(pos.p.end_id[1])]
-
-
-def strategic_bench(Position pos, int side, p_flag, p_bomb, moves, int repeats):
-    """Run ``strategic_scores`` ``repeats`` times without the GIL (for timing); returns the scores."""
-    cdef double pf[MAX_PIECES]
-    cdef double pb[MAX_PIECES]
-    cdef int buf[MAX_MOVES]
-    cdef double out[MAX_MOVES]
-    cdef int count = pos.p.end_id[1]
-    cdef int n = _load_moves(pos, side, moves, buf)
-    cdef int i
-    _fill(pf, p_flag, count, "p_flag")
-    _fill(pb, p_bomb, count, "p_bomb")
-    with nogil:
-        for i in range(repeats):
-            strategic_scores(&pos.p, side, pf, pb, NULL, buf, n, out)
-    return [out[i] for i in range(n)]

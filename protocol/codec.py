@@ -25,6 +25,7 @@ from protocol.errors import (
     RpcError,
 )
 from protocol.messages import BOT_TO_HOST, HOST_TO_BOT, MethodSpec
+from protocol.validation import validation_text
 
 RequestId = int | str
 DEFAULT_MAX_LINE = 64 * 1024
@@ -94,16 +95,6 @@ Event = (
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
-
-
-def _validation_detail(err: ValidationError) -> str:
-    """One line per problem, each naming the field: pydantic's own messages without the URL noise."""
-    parts = []
-    for e in err.errors(include_url=False):
-        loc = ".".join(str(p) for p in e["loc"])
-        msg = e["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}" if loc else msg)
-    return "; ".join(parts)
 
 
 def _is_id(value: object) -> bool:
@@ -282,7 +273,7 @@ class Codec:
             model = spec.params.model_validate(params)
         except ValidationError as exc:
             return InvalidMessage(
-                reply_id, InvalidParams(f"{method}: {_validation_detail(exc)}"), reply=has_id
+                reply_id, InvalidParams(f"{method}: {validation_text(exc)}"), reply=has_id
             )
         if reply_id is None:
             return IncomingNotification(method, model)
@@ -316,7 +307,7 @@ class Codec:
         try:
             return IncomingResult(msg_id, method, result_model.model_validate(result))
         except ValidationError as exc:
-            return BadResult(msg_id, method, _validation_detail(exc))
+            return BadResult(msg_id, method, validation_text(exc))
 
     @staticmethod
     def _error_object(obj: object) -> RpcError:

@@ -15,7 +15,7 @@ import pytest
 import structlog
 from pydantic import BaseModel
 
-from bot.client import BotClient, HostRefused, Phase, run_session
+from bot.client import BotClient, Phase
 from bot.config import (
     BotProfile,
     ProfileError,
@@ -24,7 +24,7 @@ from bot.config import (
     get_profile,
     profile_from_mapping,
 )
-from bot.daemon import BotDaemon
+from bot.daemon import BotDaemon, DaemonOptions
 from bot.engine_interface import MoveEngine, RandomEngine, SearchBudget, create_engine
 from bot.fallback_setup import fallback_setup
 from bot.health import read_health
@@ -34,6 +34,7 @@ from bot.opponent_store import OpponentStore
 from engine_ext.game import Game, Move, RulesOptions
 from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import RULESETS, Square, get_ruleset
+from engine_ext.timeman import BANK_HORIZON, TimeManager
 from protocol import errors
 from protocol.codec import host_codec
 from protocol.endpoint import Channel, Endpoint, memory_pipe
@@ -237,11 +238,12 @@ async def test_a_legal_move_goes_out_in_time_whatever_the_engine_does(
 
 
 async def test_the_engine_gets_its_budget_and_its_stop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The soft deadline comes from the host's moveTimeAverage, the hard one from the profile, both on the
-    client's clock; the engine is told to stop once the soft one has passed on that clock, not before."""
+    """The soft deadline comes from the host's moveTimeAverage, the hard one from the profile (tighter than
+    the 1 s the average's window allows: engine_ext/timeman.py), both on the client's clock; the engine is
+    told to stop once the soft one has passed on that clock, not before."""
     clock = FakeClock()
     engine = PoliteEngine()
-    profile = register(monkeypatch, engine).model_copy(update={"move_time_hard": 5.0})
+    profile = register(monkeypatch, engine).model_copy(update={"move_time_hard": 0.8})
     client = BotClient(profile, seed=2, clock=clock)
     host = FakeHost(client, Side.RED, seed=1, moveTimeAverage=0.05)
     await host.start()
@@ -250,7 +252,7 @@ async def test_the_engine_gets_its_budget_and_its_stop(monkeypatch: pytest.Monke
     assert await asyncio.to_thread(engine.searching.wait, 5)
     budget = engine.budget
     assert budget is not None
-    assert (budget.soft_deadline, budget.hard_deadline) == (asked_at + 0.05, asked_at + 5.0)
+    assert (budget.soft_deadline, budget.hard_deadline) == (asked_at + 0.05, asked_at + 0.8)
     clock.advance(0.049)
     await asyncio.sleep(0.02)  # the engine polls the clock meanwhile
     assert not ply.done() and not budget.should_stop()
@@ -330,14 +332,52 @@ async def test_a_draw_is_logged_without_a_winner() -> None:
     assert logged["winner"] is None and logged["won"] is None
 
 
+class BudgetRecorder:
+    """Answers at once (on a clock that a test moves by hand) and keeps each budget's spans."""
+
+    name = "budget-recorder"
+
+    def __init__(self, clock: FakeClock, thinking: float) -> None:
+        self.clock, self.thinking = clock, thinking
+        self.spans: list[tuple[float, float]] = []
+
+    def choose_move(self, game: Game, budget: SearchBudget) -> Move:
+        now = budget.clock()
+        self.spans.append((budget.soft_deadline - now, budget.hard_deadline - now))
+        self.clock.advance(self.thinking)
+        return game.sendable_moves()[0]
+
+
+async def test_quick_moves_bank_time_for_the_next_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client's moves are timed by the time manager: each quick one raises the next one's optimum by
+    its share of what it saved against the host's average (engine_ext/timeman.py, tests/test_timeman.py)."""
+    clock = FakeClock()
+    engine = BudgetRecorder(clock, thinking=0.2)
+    profile = register(monkeypatch, engine).model_copy(update={"move_time_soft": 5.0, "move_time_hard": 9.0})
+    client = BotClient(profile, seed=2, clock=clock)
+    host = FakeHost(client, Side.RED, seed=1, moveTimeAverage=1.0, moveTimeMax=10.0)
+    await host.start()
+    for _ in range(8):
+        await host.ply()
+    assert client.fallback_moves == 0 and client.timer is not None and client.timer.moves == 4
+    assert [soft for soft, _ in engine.spans] == pytest.approx([1.0 + 0.8 * n / BANK_HORIZON for n in range(4)])
+    assert all(hard == 9.0 for _, hard in engine.spans)  # the profile's most, below the host's 10 s less margin
+
+
 def test_move_times_take_the_tighter_limits() -> None:
+    """The first move's budget under the host's options and the profile's times (the time manager's
+    banking over a game: tests/test_timeman.py)."""
     client = BotClient(BotProfile(name="p", move_time_soft=5, move_time_hard=15, safety_margin=0.25))
-    assert client._move_times() == (5.0, 14.75)
+
+    def first_move() -> tuple[float, float]:
+        return TimeManager(client._time_limits()).spans(0)
+
+    assert first_move() == (5.0, 14.75)
     client.options.move_time_max = 2.0
     client.options.move_time_average = 1.0
-    assert client._move_times() == (1.0, 1.75)
+    assert first_move() == (1.0, 1.75)
     client.options.move_time_max = 0.2  # the margin would eat it all: keep half of the host's limit
-    assert client._move_times() == (0.1, 0.1)
+    assert first_move() == (0.1, 0.1)
 
 
 async def test_the_profile_can_follow_the_opponent() -> None:
@@ -350,6 +390,20 @@ async def test_the_profile_can_follow_the_opponent() -> None:
     client = BotClient(get_profile("random"), select_profile=select)
     await FakeHost(client, Side.BLUE).set_up()
     assert chosen == ["tester"] and client.game_profile.name == "vs-tester"
+
+
+def one_connection_daemon(client: BotClient, channel: Channel) -> BotDaemon:
+    """The real daemon (bot/daemon.py) on one in-memory connection; connecting a second time fails the test."""
+    connections = 0
+
+    async def connect() -> Channel:
+        nonlocal connections
+        connections += 1
+        assert connections == 1, "the daemon connected again"
+        return channel
+
+    return BotDaemon(client, HelloParams(name="b", version="0", protocol="1.0"), connect, transport="memory",
+                     options=DaemonOptions(handle_signals=False))
 
 
 async def test_a_session_says_hello_and_ends_with_goodbye() -> None:
@@ -366,12 +420,15 @@ async def test_a_session_says_hello_and_ends_with_goodbye() -> None:
     host = Endpoint(host_end, host_codec(), Greeter())
     host_task = asyncio.create_task(host.run())
     client = BotClient(get_profile("random"))
-    session = asyncio.create_task(run_session(bot_end, client, HelloParams(name="b", version="0", protocol="1.0")))
-    await asyncio.sleep(0.05)
-    assert await host.call("setGameOption", option("colour", "red"), timeout=1) == Ack()
-    await host.notify("goodbye", GoodbyeParams(reason="done"))
-    answer = await asyncio.wait_for(session, 2)
-    assert answer.session == "s" and client.goodbye_reason == "done"
+    daemon = one_connection_daemon(client, bot_end)
+    with structlog.testing.capture_logs() as logs:
+        session = asyncio.create_task(daemon.run())
+        await asyncio.sleep(0.05)
+        assert await host.call("setGameOption", option("colour", "red"), timeout=1) == Ack()
+        await host.notify("goodbye", GoodbyeParams(reason="done"))
+        assert await asyncio.wait_for(session, 2) == 0
+    [greeted] = [entry for entry in logs if entry["event"] == "bot.session"]
+    assert greeted["session"] == "s" and client.goodbye_reason == "done"
     await asyncio.wait_for(host_task, 1)
 
 
@@ -386,9 +443,11 @@ async def test_a_refusal_is_final() -> None:
             pass
 
     host_task = asyncio.create_task(Endpoint(host_end, host_codec(), Refuser()).run())
-    hello = HelloParams(name="b", version="0", protocol="1.0")
-    with pytest.raises(HostRefused, match=r"9\.0"):
-        await run_session(bot_end, BotClient(get_profile("random")), hello)
+    with structlog.testing.capture_logs() as logs:
+        # exit 2 at once: a second connection would fail the test (one_connection_daemon)
+        assert await asyncio.wait_for(one_connection_daemon(BotClient(get_profile("random")), bot_end).run(), 2) == 2
+    [refused] = [entry for entry in logs if entry["event"] == "bot.refused"]
+    assert "9.0" in refused["error"]
     await asyncio.wait_for(host_task, 1)
 
 

@@ -271,7 +271,6 @@ def test_dockerignore_keeps_out(path: str) -> None:
         "README.md",
         "engine_ext/core.pyx",
         "engine_ext/core.pxd",
-        "engine_ext/csrc/helpers.c",  # hand-written C, kept by .gitignore too
         "engine_ext/data/rank_value_counts.json",
         "bot/cli.py",
         "protocol/codec.py",

@@ -9,7 +9,6 @@ import pytest
 
 from engine_ext.core import Position
 from engine_ext.evaluation import ValuesView, random_key, random_term_of
-from engine_ext.knowledge import KnowledgeView
 from engine_ext.pieces import Rank
 from engine_ext.rulesets import Square
 from engine_ext.scales import BUILTIN_SCALES, THESIS, ScaleError, get_scale, load_scale_file
@@ -131,63 +130,6 @@ def test_own_flag_value_prices_only_our_flag_in_our_view() -> None:
     assert view.flag_share(ids["A1"]) == plain.flag_share(ids["A1"]) > 0
 
 
-def test_suspect_odds_count_the_flag_once() -> None:
-    # Not in the thesis (suspect_odds): our lieutenant (unknown to them) beats the unmoved B8 with
-    # P = P(flag) + (1 - P(flag)) * the non-flag rate; beaten, B8 is the flag with P(flag) / P and
-    # otherwise worth the mean of blue's pool without the flag. So the attack's expected gain from the
-    # flag is P(flag) * 300, where the plain Table 8 with case 3 has P * P(flag) * 300.
-    view, plain, ids = suspects(suspect_odds=True)
-    pos, _ = build(one_of_each(1), {"A8": U, "B8": U, "C8": B, "D6": U})
-    knowledge = KnowledgeView(pos, 0, counts(list(ALL_TWELVE)), suspect_odds=True)
-    lieutenant, b8 = ids["G1"], ids["B8"]
-    p_win = knowledge.attack_outcomes(OWN, lieutenant, b8)[0]
-    p_flag = 2 / 3
-    # The lieutenant beats spy, scout, miner, sergeant and ties a lieutenant: 4.5 of 10 movable, all
-    # unmoved; 11 - 1 unmoved non-flag pieces.
-    assert p_win == pytest.approx(p_flag + (1 - p_flag) * 4.5 / 10)
-    pool = [SPY, SC, MI, SG, LT, CA, MJ, CO, GE, MA]       # blue's bomb is known
-    rest = statistics.mean(view.piece(1, int(r)) for r in pool)
-    value = view.captured_value(OWN, b8, lieutenant)
-    assert value == pytest.approx(p_flag / p_win * 300 + (1 - p_flag / p_win) * rest)
-    assert p_win * value == pytest.approx(p_flag * 300 + (p_win - p_flag) * rest)
-    # The thesis's Table 8: the mean with the flag counted 0, plus the flag's share.
-    assert plain.captured_value(OWN, b8, lieutenant) == pytest.approx(rest * 10 / 11 + 200)
-    # An unmoved piece that attacks is no flag: the mean of the movable pool, no share.
-    assert view.captured_value(OWN, b8, lieutenant, captured_attacked=True) == pytest.approx(rest)
-    assert plain.captured_value(OWN, b8, lieutenant, captured_attacked=True) == pytest.approx(rest * 10 / 11 + 200)
-
-
-def test_trade_down_weights_the_captures_by_the_material_lead() -> None:
-    # Not in the thesis (trade_down): both sides start with flag, scout and marshal; our scout is
-    # gone. Neither side has a spy, so both marshals are worth 125; their scout 7 + 10 (we still have
-    # unknown pieces). Ours 125 against theirs 142: adv = -17 / 267, and at k = 1 our losses count
-    # 1 + 17/267, theirs 1 - 17/267. Off, both count once.
-    pos, _ = build({"A1": F, "B1": MA}, {"A8": U, "B8": U, "C8": U})
-    start = counts([F, SC, MA])
-    view = ValuesView(pos, 0, start, BASE, SPECIAL, trade_down=1.0)
-    assert view.piece(0, int(MA)) == view.piece(1, int(MA)) == 125
-    assert view.piece(1, int(SC)) == 17
-    assert view.capture_weight(0) == pytest.approx(1 + 17 / 267)
-    assert view.capture_weight(1) == pytest.approx(1 - 17 / 267)
-    half = ValuesView(pos, 0, start, BASE, SPECIAL, trade_down=0.5)
-    assert half.capture_weight(0) == pytest.approx(1 + 0.5 * 17 / 267)
-    plain = ValuesView(pos, 0, start, BASE, SPECIAL)
-    assert plain.capture_weight(0) == plain.capture_weight(1) == 1.0
-
-
-def test_miner_bonus_adds_to_live_miners_of_both_sides() -> None:
-    # Not in the thesis: a bonus on the miner's special value, for our miners and theirs alike, that
-    # lapses with the special value once the other side has no bombs left.
-    view, plain, _ = suspects(miner_bonus=20.0)
-    for side in (0, 1):
-        assert view.piece(side, int(MI)) == plain.piece(side, int(MI)) + 20 == 10 + 20 + 20
-        assert view.piece(side, int(SG)) == plain.piece(side, int(SG))
-    no_bombs = {"A8": F, "D6": MI}
-    pos, _ = build(one_of_each(1), no_bombs)
-    view = ValuesView(pos, 0, counts([F, MI]), BASE, SPECIAL, miner_bonus=20.0)
-    assert view.piece(0, int(MI)) == 10  # their bombs are gone: neither special value nor bonus
-
-
 # --- Table 8 ---------------------------------------------------------------------------------------
 
 # Each side: flag, bomb, spy, scout, sergeant, captain, general, marshal.
@@ -246,7 +188,7 @@ def test_table_8_unmoved_piece_carries_its_flag_share(table8: tuple[ValuesView, 
 def test_capture_list_decay() -> None:
     red, blue = {"A1": F}, {"A8": F}
     pos, _ = build(red, blue)
-    view = ValuesView(pos, 0, counts([F]), BASE, SPECIAL, decay=0.95)
+    view = ValuesView(pos, 0, counts([F]), BASE, SPECIAL, capture_decay=0.95)
     assert [view.decay(p) for p in range(1, 8)] == pytest.approx([1, 1, 0.95, 0.95, 0.9025, 0.9025, 0.857375])
 
 

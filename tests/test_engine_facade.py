@@ -20,11 +20,11 @@ from engine_ext.selfplay import RefereedGame, play_game, semi_random_game
 from engine_ext.settings import (
     BUILTIN_ENGINE_SETTINGS,
     EngineSettings,
+    StrategicParams,
     builtin_settings,
     deep_merge,
     search_params,
 )
-from engine_ext.timeman import TimeLimits, TimeManager
 
 PROFILES = ["random", "minimax", "expectiminimax", "pemm", "perspecto"]
 # Seconds a search may run past a real deadline in these tests before they fail: a loaded machine's delays,
@@ -276,28 +276,7 @@ def test_engine_factory_for_the_bot() -> None:
         make({"nonsense": 1}, None)
 
 
-# --- time management ---------------------------------------------------------------------------
-
-
-def test_time_manager_keeps_the_tournament_limits() -> None:
-    manager = TimeManager(TimeLimits(max_per_move=15.0, average_per_move=5.0, safety=0.5))
-    budget = manager.budget(now=100.0)
-    assert budget.soft_deadline == pytest.approx(105.0)
-    assert budget.hard_deadline == pytest.approx(114.5)  # 3 x soft, capped at 15 - 0.5
-    # Quick moves bank time; the soft budget grows, the hard one never passes the limit.
-    for _ in range(20):
-        manager.record(0.5)
-    assert manager.bank == pytest.approx(90.0)
-    assert manager.soft_seconds() == pytest.approx(14.5)
-    assert manager.hard_seconds() == pytest.approx(14.5)
-    # Slow moves spend the bank: the soft budget shrinks, never below a floor.
-    for _ in range(40):
-        manager.record(14.5)
-    assert manager.soft_seconds() == pytest.approx(0.05)
-    assert manager.average_used > 5.0
-    assert TimeManager(time_use=0.5).soft_seconds() == pytest.approx(2.5)
-    with pytest.raises(ValueError):
-        TimeLimits(max_per_move=4.0, average_per_move=5.0)
+# The time manager's budgets (engine_ext/timeman.py): tests/test_timeman.py.
 
 
 def test_parameters_are_laid_over_the_profile_table_by_table() -> None:
@@ -307,31 +286,6 @@ def test_parameters_are_laid_over_the_profile_table_by_table() -> None:
     assert base["fear"] == {"own_fear_min": 0.1, "own_fear_max": 0.2}  # not changed in place
     engine = engine_factory("perspecto")({"fear": {"bluff_step": 0.0}}, 1).engine
     assert engine.settings.fear.bluff_step == 0.0 and engine.settings.fear.own_fear_max == 0.5
-
-
-def flag_beside_our_major() -> Game:
-    """Endgame: our major stands next to the two pieces that have never moved, one of which must be
-    their flag; our general, far away, is pulled towards them by the strategic rules."""
-    red = {Square.parse("A1"): Rank.FLAG, Square.parse("J8"): Rank.MAJOR, Square.parse("B4"): Rank.GENERAL}
-    blue = {Square.parse("J10"): Rank.FLAG, Square.parse("I10"): Rank.BOMB, Square.parse("A9"): Rank.SERGEANT}
-    game = RefereedGame(RulesOptions(ruleset=CLASSIC), red, blue, validate_setups=False)
-    for text in ("J8-J9", "A9-A8"):
-        game.play(Move.parse(text))
-    return game.view(Side.RED)
-
-
-@pytest.mark.parametrize(("keep", "captures"), [(False, False), (True, True)])
-def test_captures_keep_the_strategic_score(keep: bool, captures: bool) -> None:
-    # The thesis's strategic search gives a capture 0 (9.2), so the general's pull (+14) outweighs
-    # taking a likely flag that stays takeable next move (+7 over the passive move): the capture waits
-    # for ever. With ``captures_keep_strategic`` the capture gets the best score of the other moves.
-    game = flag_beside_our_major()
-    choice = choose(quick("perspecto", captures_keep_strategic=keep), game)
-    assert (choice.move in (Move.parse("J9-J10"), Move.parse("J9-I9"), Move.parse("J9-I10"))) == captures
-    assert choice.move in game.legal_moves()
-    if captures:
-        assert choice.move == Move.parse("J9-J10")
-
 
 
 def lone_miner_goes_forward(**changes: Any) -> bool:
@@ -376,7 +330,7 @@ def test_the_guard_sends_a_piece_after_a_known_miner_near_our_flag() -> None:
     blue = {Square.parse("J10"): Rank.FLAG, Square.parse("I10"): Rank.BOMB, Square.parse("E2"): Rank.MINER}
     view, legal, runner = known_scene(red, blue)
     assert not any(runner.strategic(legal))
-    assert max(runner.strategic(legal, 0.0, False, 1.0, 64.0)) > 0
+    assert max(runner.strategic(legal, StrategicParams(miner_guard=64.0))) > 0
     choice = choose(quick("perspecto", miner_guard=64.0, random_amplitude=0.0), view)
     miner = Square.parse("E2")
 
@@ -395,7 +349,7 @@ def test_the_home_guard_brings_our_nearest_sergeant_to_major_back_to_our_flag(ho
     red = {Square.parse("A1"): Rank.FLAG, Square.parse("D4"): Rank.LIEUTENANT}
     blue = {Square.parse("J10"): Rank.FLAG, Square.parse("I10"): Rank.BOMB, Square.parse("A10"): Rank.SCOUT}
     view, legal, runner = known_scene(red, blue)
-    scores = runner.strategic(legal, home=home)
+    scores = runner.strategic(legal, StrategicParams(home_guard=home))
     by_move = {view.move_of(code): score for code, score in zip(legal, scores, strict=True)}
     back = [Move.parse("D4-C4"), Move.parse("D4-D3")]
     away = [Move.parse("D4-E4")]  # (D5 is a lake)
@@ -422,7 +376,7 @@ def test_the_hunt_sends_our_pieces_after_the_last_known_movers() -> None:
     legal = view.legal_codes()
     moves = [view.move_of(code) for code in legal]
     assert not any(plain.strategic(legal))
-    hunting = plain.strategic(legal, 32.0)
+    hunting = plain.strategic(legal, StrategicParams(hunt_force=32.0))
     best = moves[max(range(len(legal)), key=hunting.__getitem__)]
     assert best in (Move.parse("E1-E2"), Move.parse("E1-D1"))   # towards A8
     for movers, hunted in ((33, True), (32, False)):

@@ -236,30 +236,6 @@ def test_flag_suspicions_and_probabilities() -> None:
     assert p_bomb[ids["E8"]] == 0.0
 
 
-def test_suspect_odds_per_piece_average_to_case_3(mini_view: tuple[KnowledgeView, dict[str, int]]) -> None:
-    # Not in the thesis (suspect_odds): our sergeant on an unmoved unknown piece finds the flag with
-    # that piece's own P(flag) and otherwise wins at the non-flag rate: s = 5.5 * 5/8 over the 8 - 1
-    # unmoved pieces that are not the flag. Blue's six back-row pieces are the suspects (1/6 each); D7
-    # and E7 are not. Averaged over the eight unmoved pieces it is the thesis's case 3.
-    plain, ids = mini_view
-    view, _ = mini(suspect_odds=True)
-    nonflag = Fraction(11, 2) * Fraction(5, 8) / 7
-    assert view.case3_nonflag(1, int(SG)) == approx(nonflag)
-    sergeant = ids["C2"]
-    unmoved = ["A8", "B8", "C8", "D8", "E8", "F8", "D7", "E7"]
-    wins = {sq: view.attack_outcomes(OWN, sergeant, ids[sq])[0] for sq in unmoved}
-    assert wins["A8"] == approx(Fraction(1, 6) + Fraction(5, 6) * nonflag)
-    assert wins["D7"] == approx(nonflag)
-    assert sum(wins.values()) / 8 == approx(plain.case3(1, int(SG)))
-    assert plain.attack_outcomes(OWN, sergeant, ids["D7"])[0] == approx(plain.case3(1, int(SG)))
-    # Moved defenders and known ones keep the thesis's cases.
-    assert view.attack_outcomes(OWN, sergeant, ids["C7"]) == plain.attack_outcomes(OWN, sergeant, ids["C7"])
-    # Case 5 the same way: their unknown attacker on our unmoved pieces, in their view.
-    assert view.case5_nonflag(1) == approx(sum(
-        Fraction(plain.pool(1)[r], plain.n_movable(1)) * Fraction(view.case3_nonflag(0, r))
-        for r in range(int(SPY), int(MA) + 1)))
-
-
 # --- history facts ------------------------------------------------------------------------------------
 
 

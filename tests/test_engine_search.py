@@ -69,11 +69,6 @@ CASES = [
     ("expectiminimax", 3, {"failed_attack_passive": True, "psychology": True}),
     ("perspecto", 5, {"flag_area": 1, "own_flag_value": 1000.0}),
     ("perspecto", 5, {"flag_area": 2, "local_radius": 1}),
-    ("perspecto", 5, {"miner_bonus": 20.0}),
-    ("perspecto", 5, {"suspect_odds": True}),
-    ("expectiminimax", 4, {"suspect_odds": True, "failed_attack_passive": True}),
-    ("perspecto", 5, {"trade_down": 1.0}),
-    ("minimax", 4, {"trade_down": 0.5}),
 ]
 
 
@@ -383,3 +378,4 @@ def test_bad_limits_are_refused_with_a_clear_message() -> None:
         engine.choose_move(view, NO_DEADLINE, NO_DEADLINE, depth=25)
     with pytest.raises(ValueError, match="node budget"):
         budget_run(view, params_for("perspecto"), 0)
+

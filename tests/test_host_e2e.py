@@ -15,9 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.client import run_bot
 from bot.commands.replay import replay_positions
-from bot.config import get_profile
 from bot.host import SCORE_FORFEIT, SCORE_WIN, BotSession, GameResult, Host, HostSettings
 from engine_ext.pieces import Side
 from engine_ext.record import GameRecord
@@ -201,11 +199,11 @@ async def test_host_command_pairs_bots_and_stops_after_max_games(tmp_path: Path)
         await bots.stop()
 
 
-async def test_a_dropped_bot_reconnects(host: Host) -> None:
-    bot = asyncio.create_task(run_bot(get_profile("random"), "127.0.0.1", host.port, token="r", seed=1))
-    first = await host.wait_for_bot(token="r", timeout=10)
+async def test_a_dropped_bot_reconnects(host: Host, bots: Bots) -> None:
+    bot = await bots.real("r", seed=1)  # `perspecto bot`: the daemon of bot/daemon.py
+    [first] = await claim(host, "r")
     await first.endpoint.close("the network failed")  # no goodbye: the bot must come back
     second = await host.wait_for_bot(token="r", timeout=10)
     assert second.id != first.id and second.alive
     await second.goodbye("done")
-    assert await asyncio.wait_for(bot, 10) == 0
+    assert await asyncio.wait_for(bot.wait(), 10) == 0

@@ -124,3 +124,20 @@ def test_the_bot_primes_a_fresh_engine_and_records_what_it_learnt(tmp_path: Path
         memory.record("probe", won=True, reason="flag", setup=None, plies=10, engine=wrapper, game_id="g")
         hist = store.history("probe")
         assert (hist.est_opp_fear, hist.own_fear_scale) == (pytest.approx(0.12), pytest.approx(0.4))
+
+
+def test_only_engines_with_a_psychological_model_learn_fears(tmp_path: Path) -> None:
+    # The typed interface (engine_ext.engine.FearLearner): the search engines' wrapper is one, the
+    # random mover is not, and a game against it records no fear and primes nothing.
+    from bot.engine_interface import create_engine
+    from bot.learning import OpponentMemory
+    from engine_ext.engine import FearLearner
+
+    searcher, mover = create_engine("perspecto", {}, seed=1), create_engine("random", {}, seed=1)
+    assert isinstance(searcher, FearLearner) and not isinstance(mover, FearLearner)
+    with OpponentStore(tmp_path / "o.sqlite") as store:
+        memory = OpponentMemory(store)
+        memory.prime_engine(mover, "probe")
+        memory.record("probe", won=False, reason="flag", setup=None, plies=10, engine=mover, game_id="g")
+        hist = store.history("probe")
+        assert (hist.games, hist.est_opp_fear, hist.own_fear_scale) == (1, None, None)

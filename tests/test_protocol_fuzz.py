@@ -4,6 +4,7 @@ the host, and never reach a handler as an unhandled exception (no -32603 answers
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 from typing import Any
@@ -11,8 +12,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.client import BotClient, run_session
+from bot.client import BotClient
 from bot.config import get_profile
+from bot.daemon import BotDaemon, DaemonOptions
 from bot.host import BotSession, Host, HostSettings
 from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import CLASSIC
@@ -168,19 +170,22 @@ def test_random_bytes_to_the_bot(noise: list[bytes]) -> None:
 
 
 async def a_real_game_still_works(host: Host) -> None:
-    clients = [BotClient(get_profile("random"), seed=s) for s in (1, 2)]
-    hello = [HelloParams(name=f"ok{i}", version="0", protocol=PROTOCOL_VERSION, token=f"ok{i}") for i in (0, 1)]
-    sessions = [
-        asyncio.create_task(run_session(await open_channel("127.0.0.1", host.port), c, h))
-        for c, h in zip(clients, hello, strict=True)
+    """Two real bot daemons (bot/daemon.py, as `perspecto bot` runs them) over TCP play a game to its end."""
+    daemons = [
+        BotDaemon(BotClient(get_profile("random"), seed=seed),
+                  HelloParams(name=f"ok{i}", version="0", protocol=PROTOCOL_VERSION, token=f"ok{i}"),
+                  functools.partial(open_channel, "127.0.0.1", host.port), transport="tcp",
+                  options=DaemonOptions(handle_signals=False))
+        for i, seed in ((0, 1), (1, 2))
     ]
+    running = [asyncio.create_task(daemon.run()) for daemon in daemons]
     red = await host.wait_for_bot(token="ok0", timeout=5)
     blue = await host.wait_for_bot(token="ok1", timeout=5)
     result = await host.play_game(red, blue)
     assert result.reason in END_REASONS and not result.forfeits
     for session in (red, blue):
         await session.goodbye("done")
-    await asyncio.wait_for(asyncio.gather(*sessions), 5)
+    assert await asyncio.wait_for(asyncio.gather(*running), 5) == [0, 0]  # goodbye: both exit 0
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,6 +15,7 @@ from engine_ext import reference_strategic as ref
 from engine_ext.core import Position
 from engine_ext.pieces import Rank
 from engine_ext.rulesets import CLASSIC, MINI
+from engine_ext.settings import StrategicParams
 from engine_ext.strategic import flag_suspicions_py, strategic_scores_py
 from tests.helpers import play_random, random_game
 
@@ -53,9 +54,9 @@ def own_score(pos: Position, frm: tuple[int, int], step: tuple[int, int],
     if pf is None or pb is None:
         pf, pb = probs(pos)
     m = [move(pos, frm, step, dist)]
-    options = {"hunt": hunt, "miner_pull": miner_pull, "guard": guard, "home": home}
-    got = strategic_scores_py(pos, pos.side, pf, pb, m, lookahead=False, **options)[0]
-    slow = ref.strategic_scores(pos, pos.side, pf, pb, m, lookahead=False, **options)[0]
+    params = StrategicParams(hunt_force=hunt, miner_pull=miner_pull, miner_guard=guard, home_guard=home)
+    got = strategic_scores_py(pos, pos.side, pf, pb, m, lookahead=False, params=params)[0]
+    slow = ref.strategic_scores(pos, pos.side, pf, pb, m, lookahead=False, params=params)[0]
     assert got == pytest.approx(slow, abs=1e-9)
     return got
 
@@ -453,21 +454,6 @@ def test_lookahead_counts_another_piece_s_next_move() -> None:
     assert strategic_scores_py(pos, RED, pf, pb, [move(pos, (9, 0), UP)]) == [pytest.approx(40.0 / 8)]
 
 
-def test_captures_keep_takes_the_best_score_of_the_other_moves() -> None:
-    # Not in the thesis: with ``captures_keep`` a capture scores the best of the moves scored, so a
-    # pull elsewhere can no longer outweigh it by itself.
-    pos = board([(0, 0, RED, Rank.SPY), (5, 0, RED, Rank.MAJOR), (0, 8, BLUE, Rank.MARSHAL),
-                 (5, 1, BLUE, Rank.SCOUT)])
-    pf, pb = probs(pos)
-    take = move(pos, (5, 0), UP)
-    moves = [move(pos, (0, 0), UP), move(pos, (0, 0), RIGHT), take]
-    plain = strategic_scores_py(pos, RED, pf, pb, moves)
-    assert plain[2] == 0.0 and plain[0] > 0.0
-    kept = strategic_scores_py(pos, RED, pf, pb, moves, captures_keep=True)
-    assert kept == [plain[0], plain[1], max(plain[:2])]
-    assert ref.strategic_scores(pos, RED, pf, pb, moves, captures_keep=True) == pytest.approx(kept, abs=1e-9)
-
-
 def test_lookahead_leaves_out_next_captures() -> None:
     """A sergeant between two unknowns steps up against the pull (-0.05); its only next move is
     back (-0.05 again); the boxed miner's only move is a capture, which does not count as 0."""
@@ -550,16 +536,10 @@ def test_compiled_equals_reference(seed: int, plies: int, hide: float, classic: 
     fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp)
     slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp)
     assert fast == pytest.approx(slow, abs=1e-9)
-    # With the endgame hunt and the captures keeping the best score as well.
-    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, hunt=32.0, captures_keep=True)
-    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, hunt=32.0, captures_keep=True)
-    assert fast == pytest.approx(slow, abs=1e-9)
-    # And with the miner's pulls scaled.
-    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, miner_pull=0.4, guard=64.0)
-    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, miner_pull=0.4, guard=64.0)
-    assert fast == pytest.approx(slow, abs=1e-9)
-    # And with the home guard.
-    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, home=16.0)
-    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, home=16.0)
-    assert fast == pytest.approx(slow, abs=1e-9)
+    # With the endgame hunt, the miner's pulls scaled and the guard, and the home guard.
+    for params in (StrategicParams(hunt_force=32.0), StrategicParams(miner_pull=0.4, miner_guard=64.0),
+                   StrategicParams(home_guard=16.0)):
+        fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, params=params)
+        slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, params=params)
+        assert fast == pytest.approx(slow, abs=1e-9)
     assert flag_suspicions_py(pos, pos.side) == ref.flag_suspicions(pos, pos.side)

@@ -31,10 +31,11 @@ from hypothesis import strategies as st
 
 from bot.engine_interface import RandomEngine, SearchBudget
 from bot.ucc_opponent import UccOpponent, UccOpponentError, board_rows_for, move_line
-from bot.ucc_player import UccPlayer, move_times
+from bot.ucc_player import ChosenEngine, UccPlayer
 from engine_ext.game import Game, IllegalMove, Move, MoveResult, RulesOptions
 from engine_ext.pieces import Rank, Side
 from engine_ext.rulesets import CLASSIC, Square
+from engine_ext.timeman import TimeLimits, TimeManager
 from protocol.ucc import (
     BoardRow,
     ColourLine,
@@ -255,7 +256,7 @@ def test_malformed_board_rows(change: Callable[[list[str]], list[str]], why: str
 def test_move_times_leave_a_margin() -> None:
     from bot.config import get_profile
 
-    soft, hard = move_times(get_profile("random"), 2.0)
+    soft, hard = TimeManager(TimeLimits.for_ucc(get_profile("random"), 2.0)).spans(0)
     assert 0 < soft <= hard < 2.0
 
 
@@ -527,7 +528,7 @@ def _quit_scenario(colour: Side, script: Callable[[Referee], None]) -> str | Non
         script(Referee(bot, colour, seed=4))
         bot.send("QUIT")
         sent = time.monotonic()
-        code = bot.wait(5)
+        code = bot.wait(30)  # generous: five children start side by side on a possibly loaded machine
         # Right after the colour line the bot may still be starting up: it sees QUIT after its setup.
         took = time.monotonic() - max(sent, bot.last_output_at)
     except Exception as exc:
@@ -642,8 +643,14 @@ def _player(engine: Any, **kwargs: Any) -> InProcess:
     return InProcess(UccPlayer(engine, seed=1, **kwargs))
 
 
+def _limits(soft: float, hard: float) -> TimeLimits:
+    """A referee's per-move limit of ``hard`` seconds, used to the last (no margin), aiming at ``soft``."""
+    return TimeLimits(move_time_soft=soft, move_time_max=hard, safety_margin=0.0, move_time_average=None,
+                      move_limit=None)
+
+
 def test_quit_while_the_engine_thinks() -> None:
-    bot = _player(SlowEngine(), times=(20.0, 25.0))
+    bot = _player(SlowEngine(), limits=_limits(20.0, 25.0))
     ref = Referee(bot, Side.RED)
     ref.start()
     ref.prompt_bot()
@@ -657,7 +664,8 @@ def test_quit_while_the_engine_thinks() -> None:
 def test_a_late_or_broken_engine_gets_a_fallback_move() -> None:
     with structlog.testing.capture_logs() as logs:
         for engine in (SlowEngine(1.0, ignore_stop=True), BrokenEngine()):
-            bot = _player(engine, times=(0.05, 0.3))
+            # The same engine after a late answer too, so that every move is late (or broken).
+            bot = _player(engine, limits=_limits(0.05, 0.3), renew=lambda engine=engine: engine)
             ref = Referee(bot, Side.RED, seed=7)
             ref.start()
             started = time.monotonic()
@@ -693,10 +701,10 @@ def test_board_rows_win_over_a_wrong_view() -> None:
 
 
 def test_the_profile_for_the_opponent_plays_and_a_broken_one_falls_back() -> None:
-    def hunter(opponent: str) -> tuple[Any, tuple[float, float], str] | None:
-        return (RandomEngine(2), (0.5, 1.0), "hunter") if opponent == "scripted-referee" else None
+    def hunter(opponent: str) -> ChosenEngine | None:
+        return ChosenEngine(RandomEngine(2), _limits(0.5, 1.0), "hunter") if opponent == "scripted-referee" else None
 
-    def broken(opponent: str) -> tuple[Any, tuple[float, float], str] | None:
+    def broken(opponent: str) -> ChosenEngine | None:
         raise ValueError("no such engine")
 
     for engine_for, expected in ((hunter, "hunter"), (broken, "random")):
@@ -709,7 +717,7 @@ def test_the_profile_for_the_opponent_plays_and_a_broken_one_falls_back() -> Non
             bot.send("QUIT")
             assert bot.wait(3) == 0
         [game] = [e for e in logs if e["event"] == "ucc.game"]
-        assert game["profile"] == expected and bot.player.soft == (0.5 if expected == "hunter" else 1.0)
+        assert game["profile"] == expected and game["soft"] == (0.5 if expected == "hunter" else 1.0)
         failed = [e for e in logs if e["event"] == "ucc.profile_failed"]
         assert len(failed) == (expected == "random")
 

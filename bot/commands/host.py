@@ -29,6 +29,7 @@ from bot.logging_setup import configure_logging
 from bot.runtime import run
 from engine_ext.pieces import Side
 from engine_ext.rulesets import RULESETS
+from engine_ext.tournament import MOVE_LIMIT, MOVE_TIME_AVERAGE, MOVE_TIME_MAX
 from protocol.errors import ConnectFailed
 from protocol.tcp import parse_address
 
@@ -37,9 +38,11 @@ def add_rules_arguments(p: argparse.ArgumentParser) -> None:
     """The game options every command that starts games shares (defaults: the 2008 tournament's)."""
     g = p.add_argument_group("game options")
     g.add_argument("--ruleset", default="classic", choices=sorted(RULESETS), help="default %(default)s")
-    g.add_argument("--move-limit", type=int, default=2000, help="plies before a draw (default %(default)s)")
-    g.add_argument("--move-time-max", type=float, default=15.0, help="seconds for any move (default %(default)s)")
-    g.add_argument("--move-time-average", type=float, default=5.0, help="average seconds a move (default %(default)s)")
+    g.add_argument("--move-limit", type=int, default=MOVE_LIMIT, help="plies before a draw (default %(default)s)")
+    g.add_argument("--move-time-max", type=float, default=MOVE_TIME_MAX,
+                   help="seconds for any move (default %(default)s)")
+    g.add_argument("--move-time-average", type=float, default=MOVE_TIME_AVERAGE,
+                   help="average seconds a move (default %(default)s)")
     g.add_argument("--grace", type=float, default=0.5, help="network allowance on top of --move-time-max")
     g.add_argument("--two-squares", type=int, default=5, help="two-squares limit, 0 for off (default %(default)s)")
     g.add_argument("--no-more-squares", action="store_true", help="switch the more-squares rule off")
