@@ -4,12 +4,12 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 EXTENSIONS = [
-    Extension("engine_ext.core", ["engine_ext/core.pyx"], extra_compile_args=["-O3"]),
-    Extension("engine_ext.strategic", ["engine_ext/strategic.pyx"], extra_compile_args=["-O3"]),
-    Extension("engine_ext.knowledge", ["engine_ext/knowledge.pyx"], extra_compile_args=["-O3"]),
-    Extension("engine_ext.evaluation", ["engine_ext/evaluation.pyx"], extra_compile_args=["-O3"]),
+    Extension("engine_ext.rules.core", ["engine_ext/rules/core.pyx"], extra_compile_args=["-O3"]),
+    Extension("engine_ext.engine.strategic", ["engine_ext/engine/strategic.pyx"], extra_compile_args=["-O3"]),
+    Extension("engine_ext.engine.knowledge", ["engine_ext/engine/knowledge.pyx"], extra_compile_args=["-O3"]),
+    Extension("engine_ext.engine.evaluation", ["engine_ext/engine/evaluation.pyx"], extra_compile_args=["-O3"]),
     Extension("engine_ext.chase.lookahead", ["engine_ext/chase/lookahead.pyx"], extra_compile_args=["-O3"]),
-    Extension("engine_ext.search", ["engine_ext/search.pyx"], extra_compile_args=["-O3", "-fopenmp"],
+    Extension("engine_ext.engine.search", ["engine_ext/engine/search.pyx"], extra_compile_args=["-O3", "-fopenmp"],
               extra_link_args=["-fopenmp"]),
 ]
 

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from bot.engine_interface import (
+from bot.daemon.engine_interface import (
     ENGINES,
     ENGINES_NEEDING_PARAMS,
     SEARCH_ENGINES,
@@ -22,8 +22,8 @@ from bot.engine_interface import (
     create_engine,
 )
 from bot.settings import Loc, problems_text, validation_problems
-from engine_ext.timeman import SAFETY_MARGIN
-from engine_ext.tournament import MOVE_TIME_AVERAGE, MOVE_TIME_MAX
+from engine_ext.engine.timeman import SAFETY_MARGIN
+from engine_ext.rules.tournament import MOVE_TIME_AVERAGE, MOVE_TIME_MAX
 from setups.choice import SetupChoice
 
 
@@ -76,11 +76,11 @@ def engine_params_model(engine: str) -> type[BaseModel] | None:
     """The model an engine's ``engine_params`` must fit (None: the engine takes no parameters, or is
     one registered later without a model the configuration knows)."""
     if engine in SEARCH_ENGINES:
-        from engine_ext.settings import EngineSettings
+        from engine_ext.engine.settings import EngineSettings
 
         return EngineSettings
     if engine == "ucc":
-        from bot.ucc_engine import UccEngineParams  # imported here: it imports bot.engine_interface
+        from bot.ucc.engine import UccEngineParams  # imported here: it imports bot.daemon.engine_interface
 
         return UccEngineParams
     return None
@@ -89,14 +89,14 @@ def engine_params_model(engine: str) -> type[BaseModel] | None:
 def engine_params_errors(engine: str, params: Mapping[str, Any]) -> list[ErrorDetails]:
     """What is wrong with ``params`` for ``engine``, each error with its key path inside ``engine_params``:
     the validation a game start makes, so that a profile that would fail there fails at load time instead
-    (the compiled engines lay the parameters over their built-in profile, engine_ext.engine.engine_factory)."""
+    (the compiled engines lay the parameters over their built-in profile, engine_ext.engine.facade.engine_factory)."""
     try:
         if engine in SEARCH_ENGINES:
-            from engine_ext.engine import engine_factory  # the compiled search: only for these engines
+            from engine_ext.engine.facade import engine_factory  # the compiled search: only for these engines
 
             engine_factory(engine)(params, 0)
         elif engine == "ucc":
-            from bot.ucc_engine import UccEngineParams
+            from bot.ucc.engine import UccEngineParams
 
             UccEngineParams.model_validate(dict(params))
         else:

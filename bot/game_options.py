@@ -1,7 +1,7 @@
 """The options of a game that the host sets and the bot follows: the rules and the time limits.
 
-One model for both ends: the host's settings (bot/host.py ``HostSettings``) are these options plus how it
-serves, and the bot's view of a game (bot/client.py) is these options as ``setGameOption`` has set them
+One model for both ends: the host's settings (bot/host/referee.py ``HostSettings``) are these options plus how it
+serves, and the bot's view of a game (bot/daemon/client.py) is these options as ``setGameOption`` has set them
 so far, plus the game's id, the bot's colour and the opponent. Each field is one ``setGameOption`` of the
 wire (docs/protocol.md): its name there is the field's name in camelCase (``two_squares``:
 ``twoSquares``). An option the host never sends keeps the tournament's value, the default here.
@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from engine_ext.game import MAX_MOVE_LIMIT, RulesOptions
-from engine_ext.rulesets import get_ruleset
-from engine_ext.tournament import MOVE_LIMIT, MOVE_TIME_AVERAGE, MOVE_TIME_MAX
+from engine_ext.rules.game import MAX_MOVE_LIMIT, RulesOptions
+from engine_ext.rules.rulesets import get_ruleset
+from engine_ext.rules.tournament import MOVE_LIMIT, MOVE_TIME_AVERAGE, MOVE_TIME_MAX
 
 
 class GameOptions(BaseModel):
@@ -51,5 +51,5 @@ class GameOptions(BaseModel):
         return [(to_camel(name), value) for name, value in self.game_options().model_dump(mode="json").items()]
 
     def record_options(self) -> dict[str, Any]:
-        """The options a game record keeps beside its ruleset (engine_ext/record.py)."""
+        """The options a game record keeps beside its ruleset (engine_ext/rules/record.py)."""
         return self.game_options().model_dump(exclude={"ruleset"})

@@ -57,8 +57,8 @@ from bot.settings import (
     settings_env,
     validation_problems,
 )
-from engine_ext.rulesets import get_ruleset
-from engine_ext.settings import deep_merge
+from engine_ext.engine.settings import deep_merge
+from engine_ext.rules.rulesets import get_ruleset
 from setups.choice import SetupChooser
 
 PROFILES_DIR = "profiles"

@@ -32,7 +32,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from bot.health import STATE_DIR_ENV, default_state_dir
+from bot.daemon.health import STATE_DIR_ENV, default_state_dir
 from protocol.validation import error_key, error_message
 
 CONFIG_DIR_ENV = "PERSPECTO_CONFIG_DIR"
@@ -47,9 +47,9 @@ PROFILES_ENV_SECTION = "profiles"
 # leave its setting at the file's value without a word.
 ENV_NOT_SETTINGS = frozenset({
     CONFIG_DIR_ENV,                # this module: the configuration directory
-    STATE_DIR_ENV,                 # bot/health.py: the state directory (heartbeat, journal, opponent store)
+    STATE_DIR_ENV,                 # bot/daemon/health.py: the state directory (heartbeat, journal, opponent store)
     "PERSPECTO_SETUPS_DIR",        # setups/library.py: directories of user setups
-    "PERSPECTO_MQTT_PASSWORD",     # bot/commands/bot.py, bot/match.py: the broker password of --mqtt URLs
+    "PERSPECTO_MQTT_PASSWORD",     # bot/commands/bot.py, bot/host/match.py: the broker password of --mqtt URLs
     "PERSPECTO_LOG_JSON",          # bot/logging_setup.py: JSON logs even on a terminal
     "PERSPECTO_VENV",              # scripts/bootstrap: where the venv goes
     "PERSPECTO_BUILDAH_ROOT",      # scripts/build-image: buildah's storage root

@@ -1,4 +1,4 @@
 """The rules of Stratego (compiled core plus a typed facade) and, in later modules, the engine.
 
-Import the facade: ``from engine_ext.game import Game, RulesOptions, Move``.
+Import the facade: ``from engine_ext.rules.game import Game, RulesOptions, Move``.
 """

@@ -27,9 +27,9 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from engine_ext.game import MAX_MOVE_LIMIT
-from engine_ext.pieces import ATTACKER_WINS, BOTH_DIE, Rank, Side, combat
-from engine_ext.rulesets import RULESETS, Square
+from engine_ext.rules.game import MAX_MOVE_LIMIT
+from engine_ext.rules.pieces import ATTACKER_WINS, BOTH_DIE, Rank, Side, combat
+from engine_ext.rules.rulesets import RULESETS, Square
 
 # major.minor: a bot and a host talk when the majors match. A minor version only adds methods,
 # options and notifications, which an older peer answers with -32601/-32602 without harm.

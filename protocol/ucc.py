@@ -1,8 +1,8 @@
 """A sans-I/O codec for the UCC 2012 Stratego manager protocol (docs/ucc.md).
 
 The referee program ``stratego`` talks to a bot over stdin/stdout, one line at a time. This module only
-turns lines into typed values and back; the game loop (bot/ucc_player.py) and the adapter that runs such
-a program as an opponent (bot/ucc_opponent.py) do the I/O.
+turns lines into typed values and back; the game loop (bot/ucc/player.py) and the adapter that runs such
+a program as an opponent (bot/ucc/opponent.py) do the I/O.
 
 Coordinates: the referee's board has RED at the top (y 0..3) and y growing downwards; ours has red on
 rows 1-4 (row index 0..3) counting away from red. So UCC (x, y) is our ``Square(col=x, row=y)``: both
@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from engine_ext.game import Move, MoveResult
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import CLASSIC, Ruleset, SetupError, Square
+from engine_ext.rules.game import Move, MoveResult
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import CLASSIC, Ruleset, SetupError, Square
 
 __all__ = [
     "BOARD_ROW_CHARS",

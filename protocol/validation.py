@@ -1,5 +1,5 @@
 """How a pydantic validation error is said, in one place: the wire's InvalidParams and bad results
-(protocol/codec.py), engine settings (bot/engine_interface.py, bot/ucc_engine.py) and the configuration's
+(protocol/codec.py), engine settings (bot/daemon/engine_interface.py, bot/ucc/engine.py) and the configuration's
 problems (bot/settings.py, which adds where each value came from).
 
 One line an error, ``key.path: message``: pydantic's own message, without its documentation URL and

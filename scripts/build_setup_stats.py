@@ -16,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from engine_ext.rulesets import BARRAGE, CLASSIC  # noqa: E402
+from engine_ext.rules.rulesets import BARRAGE, CLASSIC  # noqa: E402
 from setups.stats import compute_stats, read_gravon_lines  # noqa: E402
 
 SOURCES = {CLASSIC: "gravon-setups-classic.txt", BARRAGE: "gravon-setups-barrage.txt"}

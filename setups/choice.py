@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from engine_ext.rulesets import CLASSIC, Ruleset, SetupError
+from engine_ext.rules.rulesets import CLASSIC, Ruleset, SetupError
 from setups.generator import generate_setup
 from setups.library import NamedSetup, SetupLibrary, load_library
 from setups.notation import Setup, parse_setup

@@ -31,8 +31,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine_ext.pieces import Rank
-from engine_ext.rulesets import CLASSIC, Ruleset
+from engine_ext.rules.pieces import Rank
+from engine_ext.rules.rulesets import CLASSIC, Ruleset
 from setups.notation import Setup
 from setups.stats import SetupStats, load_stats
 

@@ -32,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from engine_ext.rulesets import CLASSIC, Ruleset, SetupError, get_ruleset
+from engine_ext.rules.rulesets import CLASSIC, Ruleset, SetupError, get_ruleset
 from setups.notation import Setup, parse_setup
 
 SETUPS_DIR_ENV = "PERSPECTO_SETUPS_DIR"

@@ -23,8 +23,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import CLASSIC, Ruleset, SetupError, Square
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import CLASSIC, Ruleset, SetupError, Square
 
 
 class Notation(StrEnum):

@@ -25,8 +25,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from engine_ext.pieces import Rank
-from engine_ext.rulesets import Ruleset, get_ruleset
+from engine_ext.rules.pieces import Rank
+from engine_ext.rules.rulesets import Ruleset, get_ruleset
 from setups.notation import Notation, Setup, rank_letter
 
 STATS_FORMAT = 1

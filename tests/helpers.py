@@ -12,12 +12,12 @@ from typing import Any, Protocol
 import pytest
 from pydantic import BaseModel
 
-from bot.client import BotClient
 from bot.config import BotProfile
-from bot.engine_interface import ENGINES, MoveEngine, SearchBudget
-from engine_ext.game import Game, Move, RulesOptions
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import Ruleset, Square, get_ruleset
+from bot.daemon.client import BotClient
+from bot.daemon.engine_interface import ENGINES, MoveEngine, SearchBudget
+from engine_ext.rules.game import Game, Move, RulesOptions
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import Ruleset, Square, get_ruleset
 from protocol.endpoint import Channel
 from protocol.messages import (
     CreateAISetupParams,
@@ -49,7 +49,7 @@ def play_random(game: Game, plies: int, seed: int) -> Game:
 
 def board_code(pieces: dict[str, str], ruleset: Ruleset | None = None) -> str:
     """A board code with the given Gravon letters on the named squares, e.g. {"A1": "M", "A10": "Y"}."""
-    from engine_ext.rulesets import CLASSIC
+    from engine_ext.rules.rulesets import CLASSIC
 
     ruleset = ruleset or CLASSIC
     letters = []

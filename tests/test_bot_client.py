@@ -15,7 +15,6 @@ import pytest
 import structlog
 from pydantic import BaseModel
 
-from bot.client import BotClient, Phase
 from bot.config import (
     BotProfile,
     ProfileError,
@@ -24,17 +23,18 @@ from bot.config import (
     get_profile,
     profile_from_mapping,
 )
-from bot.daemon import BotDaemon, DaemonOptions
-from bot.engine_interface import MoveEngine, RandomEngine, SearchBudget, create_engine
-from bot.fallback_setup import fallback_setup
-from bot.health import read_health
-from bot.journal import GameJournal
-from bot.learning import OpponentMemory
-from bot.opponent_store import OpponentStore
-from engine_ext.game import Game, Move, RulesOptions
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import RULESETS, Square, get_ruleset
-from engine_ext.timeman import BANK_HORIZON, TimeManager
+from bot.daemon.client import BotClient, Phase
+from bot.daemon.engine_interface import MoveEngine, RandomEngine, SearchBudget, create_engine
+from bot.daemon.fallback_setup import fallback_setup
+from bot.daemon.health import read_health
+from bot.daemon.journal import GameJournal
+from bot.daemon.learning import OpponentMemory
+from bot.daemon.opponent_store import OpponentStore
+from bot.daemon.service import BotDaemon, DaemonOptions
+from engine_ext.engine.timeman import BANK_HORIZON, TimeManager
+from engine_ext.rules.game import Game, Move, RulesOptions
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import RULESETS, Square, get_ruleset
 from protocol import errors
 from protocol.codec import host_codec
 from protocol.endpoint import Channel, Endpoint, memory_pipe
@@ -239,7 +239,7 @@ async def test_a_legal_move_goes_out_in_time_whatever_the_engine_does(
 
 async def test_the_engine_gets_its_budget_and_its_stop(monkeypatch: pytest.MonkeyPatch) -> None:
     """The soft deadline comes from the host's moveTimeAverage, the hard one from the profile (tighter than
-    the 1 s the average's window allows: engine_ext/timeman.py), both on the client's clock; the engine is
+    the 1 s the average's window allows: engine_ext/engine/timeman.py), both on the client's clock; the engine is
     told to stop once the soft one has passed on that clock, not before."""
     clock = FakeClock()
     engine = PoliteEngine()
@@ -350,7 +350,7 @@ class BudgetRecorder:
 
 async def test_quick_moves_bank_time_for_the_next_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """The client's moves are timed by the time manager: each quick one raises the next one's optimum by
-    its share of what it saved against the host's average (engine_ext/timeman.py, tests/test_timeman.py)."""
+    its share of what it saved against the host's average (engine_ext/engine/timeman.py, tests/test_timeman.py)."""
     clock = FakeClock()
     engine = BudgetRecorder(clock, thinking=0.2)
     profile = register(monkeypatch, engine).model_copy(update={"move_time_soft": 5.0, "move_time_hard": 9.0})
@@ -393,7 +393,7 @@ async def test_the_profile_can_follow_the_opponent() -> None:
 
 
 def one_connection_daemon(client: BotClient, channel: Channel) -> BotDaemon:
-    """The real daemon (bot/daemon.py) on one in-memory connection; connecting a second time fails the test."""
+    """The real daemon (bot/daemon/service.py) on one in-memory connection; connecting a second time fails the test."""
     connections = 0
 
     async def connect() -> Channel:

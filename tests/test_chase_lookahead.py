@@ -32,11 +32,11 @@ from engine_ext.chase import (
     solve,
 )
 from engine_ext.chase.lookahead import LookAhead, look_ahead, scan
-from engine_ext.core import Position
-from engine_ext.game import Game, RulesOptions
-from engine_ext.notation import Move
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import CLASSIC, MINI, Square
+from engine_ext.rules.core import Position
+from engine_ext.rules.game import Game, RulesOptions
+from engine_ext.rules.notation import Move
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import CLASSIC, MINI, Square
 from tests.test_chase_oracle import (
     E_5_1_1,
     E_5_2_3,

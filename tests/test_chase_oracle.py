@@ -2,7 +2,7 @@
 
 Three kinds of proof:
 - the oracle against the project's own rules: its forcing lines are played through
-  ``engine_ext.game.Game`` (two-squares rule on, more-squares off) against every defender reply, and
+  ``engine_ext.rules.game.Game`` (two-squares rule on, more-squares off) against every defender reply, and
   its escapes are walked against every attacker move, on the seed's positions and on random ones;
 - the examples of the seed (/work/shared/seeds/two-squares-rule-capture-model.txt) whose positions
   the prose makes reconstructable, each with the seed's verdict (and its move counts, where it
@@ -35,10 +35,10 @@ from engine_ext.chase import (
     solve,
 )
 from engine_ext.chase.oracle import NEVER
-from engine_ext.game import Game, RulesOptions
-from engine_ext.notation import Move
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import CLASSIC, Square
+from engine_ext.rules.game import Game, RulesOptions
+from engine_ext.rules.notation import Move
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import CLASSIC, Square
 
 S = Square.parse
 

@@ -13,10 +13,10 @@ import pytest
 from bot import __version__
 from bot.cli import main
 from bot.commands.replay import ReplayError, replay_positions
-from engine_ext.game import Game, RulesOptions
-from engine_ext.pieces import Side
-from engine_ext.record import GameRecord, RecordedMove, RecordedPlayer
-from engine_ext.rulesets import get_ruleset
+from engine_ext.rules.game import Game, RulesOptions
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
+from engine_ext.rules.rulesets import get_ruleset
 
 
 def test_short_version_flag(capsys: pytest.CaptureFixture[str]) -> None:

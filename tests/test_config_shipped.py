@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from bot.config import engine_params_model
-from bot.engine_interface import SEARCH_ENGINES
+from bot.daemon.engine_interface import SEARCH_ENGINES
 from bot.profiles import load_configuration
-from engine_ext.engine import EngineMove
-from engine_ext.settings import BUILTIN_ENGINE_SETTINGS
+from engine_ext.engine.facade import EngineMove
+from engine_ext.engine.settings import BUILTIN_ENGINE_SETTINGS
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "config"

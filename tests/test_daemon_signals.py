@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from bot.client import BotClient
 from bot.config import get_profile
-from bot.daemon import BotDaemon, DaemonOptions
-from bot.host import Host, HostSettings
-from engine_ext.game import Game, MoveResult
-from engine_ext.pieces import Side
+from bot.daemon.client import BotClient
+from bot.daemon.service import BotDaemon, DaemonOptions
+from bot.host.referee import Host, HostSettings
+from engine_ext.rules.game import Game, MoveResult
+from engine_ext.rules.pieces import Side
 from protocol.codec import host_codec
 from protocol.endpoint import Channel, Endpoint, memory_pipe
 from protocol.messages import (
@@ -113,7 +113,7 @@ async def test_a_signal_mid_game_finishes_the_game_then_exits_0(
     assert result.reason in NORMAL_ENDS and not result.forfeits, result.summary()
     assert await exit_code(a) == 0
     assert red.left and not red.alive  # gone after the game: it takes no new one
-    assert [e["state"] for e in bots.events("a", "bot.health")][-1] == "disconnected"
+    assert [e["state"] for e in bots.events("a", "bot.daemon.health")][-1] == "disconnected"
     assert bots.events("a", "bot.goodbye_sent")[0]["reason"] == "shutting down"
     [stop] = bots.events("a", "bot.stop_requested")
     assert stop["signal"] == signal.Signals(signum).name and stop["in_game"] is True

@@ -1,4 +1,4 @@
-"""The shared "answer by the deadline or send a legal fallback" helper (bot/deadline.py) that the bot client
+"""The shared "answer by the deadline or send a legal fallback" helper (bot/daemon/deadline.py) that the bot client
 and the UCC player both ask their engines through."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import threading
 import pytest
 import structlog
 
-from bot.deadline import EngineWorker, answer_by_deadline
-from bot.engine_interface import MoveEngine, ProgramEngine, RandomEngine, SearchBudget
-from engine_ext.game import Game, Move
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import Ruleset, Square, get_ruleset
+from bot.daemon.deadline import EngineWorker, answer_by_deadline
+from bot.daemon.engine_interface import MoveEngine, ProgramEngine, RandomEngine, SearchBudget
+from engine_ext.rules.game import Game, Move
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import Ruleset, Square, get_ruleset
 from tests.helpers import BrokenEngine, FakeClock, IllegalEngine, PoliteEngine, StuckEngine, random_game
 
 

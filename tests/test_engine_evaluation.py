@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from engine_ext.core import Position
-from engine_ext.evaluation import ValuesView, random_key, random_term_of
-from engine_ext.pieces import Rank
-from engine_ext.rulesets import Square
-from engine_ext.scales import BUILTIN_SCALES, THESIS, ScaleError, get_scale, load_scale_file
-from engine_ext.settings import EngineSettings
+from engine_ext.engine.evaluation import ValuesView, random_key, random_term_of
+from engine_ext.engine.scales import BUILTIN_SCALES, THESIS, ScaleError, get_scale, load_scale_file
+from engine_ext.engine.settings import EngineSettings
+from engine_ext.rules.core import Position
+from engine_ext.rules.pieces import Rank
+from engine_ext.rules.rulesets import Square
 
 OWN, OPP = 0, 1
 BASE, SPECIAL = THESIS.base_array(), THESIS.special_array()

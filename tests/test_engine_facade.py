@@ -10,14 +10,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from engine_ext.engine import Engine, EngineChoice, EngineMove, engine_factory, initial_counts
-from engine_ext.game import Game, RulesOptions
-from engine_ext.notation import Move
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import CLASSIC, MINI, Square
-from engine_ext.search import SearchRunner
-from engine_ext.selfplay import RefereedGame, play_game, semi_random_game
-from engine_ext.settings import (
+from engine_ext.engine.facade import Engine, EngineChoice, EngineMove, engine_factory, initial_counts
+from engine_ext.engine.search import SearchRunner
+from engine_ext.engine.settings import (
     BUILTIN_ENGINE_SETTINGS,
     EngineSettings,
     StrategicParams,
@@ -25,6 +20,11 @@ from engine_ext.settings import (
     deep_merge,
     search_params,
 )
+from engine_ext.research.selfplay import RefereedGame, play_game, semi_random_game
+from engine_ext.rules.game import Game, RulesOptions
+from engine_ext.rules.notation import Move
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import CLASSIC, MINI, Square
 
 PROFILES = ["random", "minimax", "expectiminimax", "pemm", "perspecto"]
 # Seconds a search may run past a real deadline in these tests before they fail: a loaded machine's delays,
@@ -231,7 +231,7 @@ def test_builtin_profiles() -> None:
 
 
 def test_threads_zero_is_one_a_usable_core(monkeypatch: pytest.MonkeyPatch) -> None:
-    import engine_ext.settings as settings_module
+    import engine_ext.engine.settings as settings_module
 
     for cores in (1, 2, 5):
         monkeypatch.setattr(settings_module, "usable_cores", lambda cores=cores: cores)
@@ -276,7 +276,7 @@ def test_engine_factory_for_the_bot() -> None:
         make({"nonsense": 1}, None)
 
 
-# The time manager's budgets (engine_ext/timeman.py): tests/test_timeman.py.
+# The time manager's budgets (engine_ext/engine/timeman.py): tests/test_timeman.py.
 
 
 def test_parameters_are_laid_over_the_profile_table_by_table() -> None:

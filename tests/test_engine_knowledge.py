@@ -10,13 +10,13 @@ from fractions import Fraction
 
 import pytest
 
-from engine_ext.core import Position
-from engine_ext.game import RulesOptions
-from engine_ext.knowledge import KnowledgeView, history_facts
-from engine_ext.notation import Move
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import MINI, Square
-from engine_ext.selfplay import RefereedGame
+from engine_ext.engine.knowledge import KnowledgeView, history_facts
+from engine_ext.research.selfplay import RefereedGame
+from engine_ext.rules.core import Position
+from engine_ext.rules.game import RulesOptions
+from engine_ext.rules.notation import Move
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import MINI, Square
 
 OWN, OPP = 0, 1
 F, B, SPY, SC, MI, SG, CA, GE, MA, U = (

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from engine_ext.engine import Engine
-from engine_ext.game import RulesOptions
-from engine_ext.pieces import Side
-from engine_ext.rulesets import CLASSIC, MINI
-from engine_ext.selfplay import play_game, semi_random_game
-from engine_ext.settings import builtin_settings
+from engine_ext.engine.facade import Engine
+from engine_ext.engine.settings import builtin_settings
+from engine_ext.research.selfplay import play_game, semi_random_game
+from engine_ext.rules.game import RulesOptions
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.rulesets import CLASSIC, MINI
 
 SEARCHING = ["minimax", "expectiminimax", "pemm", "perspecto"]
 

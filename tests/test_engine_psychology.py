@@ -7,16 +7,16 @@ import time
 
 import pytest
 
-from engine_ext.core import Position
-from engine_ext.engine import Engine
-from engine_ext.game import RulesOptions
-from engine_ext.notation import Move
-from engine_ext.pieces import Rank, Side
-from engine_ext.psychology import Psychology, hold_back_threshold, py_probability
-from engine_ext.rulesets import CLASSIC, MINI, Square
-from engine_ext.search import SearchRunner
-from engine_ext.selfplay import RefereedGame
-from engine_ext.settings import EngineSettings, FearSettings, builtin_settings, search_params
+from engine_ext.engine.facade import Engine
+from engine_ext.engine.psychology import Psychology, hold_back_threshold, py_probability
+from engine_ext.engine.search import SearchRunner
+from engine_ext.engine.settings import EngineSettings, FearSettings, builtin_settings, search_params
+from engine_ext.research.selfplay import RefereedGame
+from engine_ext.rules.core import Position
+from engine_ext.rules.game import RulesOptions
+from engine_ext.rules.notation import Move
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import CLASSIC, MINI, Square
 
 CLASSIC_COUNTS = [CLASSIC.pieces.get(Rank(code), 0) for code in range(13)]
 
@@ -175,7 +175,7 @@ def test_own_fear_draws_and_est_own_fear() -> None:
         FearSettings(own_fear_min=0.6, own_fear_max=0.5)
 
 
-# --- ownFear's bluff scale (not in the thesis; engine_ext/psychology.py) ----------------------------
+# --- ownFear's bluff scale (not in the thesis; engine_ext/engine/psychology.py) ----------------------------
 
 
 def bluff_game(step: float = 0.1) -> tuple[RefereedGame, Engine]:

@@ -6,14 +6,14 @@ import time
 
 import pytest
 
-from engine_ext.engine import Engine
-from engine_ext.game import Game, RulesOptions
-from engine_ext.notation import Move, Square
-from engine_ext.pieces import Rank, Side
-from engine_ext.raiders import flag_gates, raid_suspects, searched_position
-from engine_ext.rulesets import CLASSIC
-from engine_ext.selfplay import RefereedGame
-from engine_ext.settings import builtin_settings
+from engine_ext.engine.facade import Engine
+from engine_ext.engine.raiders import flag_gates, raid_suspects, searched_position
+from engine_ext.engine.settings import builtin_settings
+from engine_ext.research.selfplay import RefereedGame
+from engine_ext.rules.game import Game, RulesOptions
+from engine_ext.rules.notation import Move, Square
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import CLASSIC
 
 MINERS = 5  # a classic army's miners
 

@@ -1,4 +1,4 @@
-"""The compiled searches against the plain reference (engine_ext/reference_search.py) on tiny
+"""The compiled searches against the plain reference (engine_ext/engine/reference_search.py) on tiny
 positions: the same values, the same nodes, the same move; and a few tactics by hand."""
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from engine_ext.core import Position
-from engine_ext.engine import Engine, initial_counts
-from engine_ext.game import Game, RulesOptions
-from engine_ext.knowledge import KnowledgeView
-from engine_ext.pieces import Rank, Side
-from engine_ext.reference_search import Reference, best_index
-from engine_ext.rulesets import CLASSIC, MINI, Square
-from engine_ext.search import SearchRunner
-from engine_ext.selfplay import semi_random_game
-from engine_ext.settings import SearchParams, builtin_settings, search_params
+from engine_ext.engine.facade import Engine, initial_counts
+from engine_ext.engine.knowledge import KnowledgeView
+from engine_ext.engine.reference_search import Reference, best_index
+from engine_ext.engine.search import SearchRunner
+from engine_ext.engine.settings import SearchParams, builtin_settings, search_params
+from engine_ext.research.selfplay import semi_random_game
+from engine_ext.rules.core import Position
+from engine_ext.rules.game import Game, RulesOptions
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import CLASSIC, MINI, Square
 
 
 def mini_view(seed: int, plies: int | None = None) -> Game:

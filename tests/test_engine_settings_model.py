@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field, create_model
 
-from engine_ext.settings import (
+from engine_ext.engine.settings import (
     FACADE_FIELDS,
     SEARCH_STATE_FIELDS,
     SETTINGS_GROUPS,

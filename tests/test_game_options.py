@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bot.client import BotClient
 from bot.config import get_profile
+from bot.daemon.client import BotClient
 from bot.game_options import GameOptions
-from bot.host import HostSettings
-from engine_ext.game import RulesOptions
-from engine_ext.rulesets import get_ruleset
+from bot.host.referee import HostSettings
+from engine_ext.rules.game import RulesOptions
+from engine_ext.rules.rulesets import get_ruleset
 from protocol.messages import GAME_OPTION_NAMES, Ack
 from tests.helpers import option
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from bot.cli import main as cli
-from bot.health import HealthReporter, check_health, default_state_dir, health_path, read_health, write_health
-from bot.host import Host, HostSettings
+from bot.daemon.health import HealthReporter, check_health, default_state_dir, health_path, read_health, write_health
+from bot.host.referee import Host, HostSettings
 from tests.mqtt_broker import REPO, BotProcesses, free_port
 
 
@@ -145,5 +145,5 @@ async def test_the_states_of_a_session(tmp_path: Path) -> None:
     final = read_health(path)
     assert final is not None and final.get("stopped") is True and final["games"] == 1
     assert not check_health(path)[0]
-    log_states = [e["state"] for e in bots.events("h", "bot.health")]
+    log_states = [e["state"] for e in bots.events("h", "bot.daemon.health")]
     assert log_states[0] == "disconnected" and "connected" in log_states and log_states[-1] == "disconnected"

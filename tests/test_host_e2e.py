@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from bot.commands.replay import replay_positions
-from bot.host import SCORE_FORFEIT, SCORE_WIN, BotSession, GameResult, Host, HostSettings
-from engine_ext.pieces import Side
-from engine_ext.record import GameRecord
+from bot.host.referee import SCORE_FORFEIT, SCORE_WIN, BotSession, GameResult, Host, HostSettings
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.record import GameRecord
 
 REPO = Path(__file__).resolve().parents[1]
 RAW_BOT = REPO / "tests" / "bots" / "raw_bot.py"
@@ -200,7 +200,7 @@ async def test_host_command_pairs_bots_and_stops_after_max_games(tmp_path: Path)
 
 
 async def test_a_dropped_bot_reconnects(host: Host, bots: Bots) -> None:
-    bot = await bots.real("r", seed=1)  # `perspecto bot`: the daemon of bot/daemon.py
+    bot = await bots.real("r", seed=1)  # `perspecto bot`: the daemon of bot/daemon/service.py
     [first] = await claim(host, "r")
     await first.endpoint.close("the network failed")  # no goodbye: the bot must come back
     second = await host.wait_for_bot(token="r", timeout=10)

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from bot.client import BotClient
 from bot.commands.replay import replay_positions
 from bot.config import get_profile
-from bot.host import ADJOURNED, VOID, BotSession, GameResult, Host, HostSettings, MoveObserver, standings
-from engine_ext.game import Game, MoveResult
-from engine_ext.pieces import Side
-from engine_ext.record import GameRecord
+from bot.daemon.client import BotClient
+from bot.host.referee import ADJOURNED, VOID, BotSession, GameResult, Host, HostSettings, MoveObserver, standings
+from engine_ext.rules.game import Game, MoveResult
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.record import GameRecord
 from protocol.codec import bot_codec
 from protocol.endpoint import Endpoint, memory_pipe
 from protocol.messages import PROTOCOL_VERSION, RESUME_FEATURE, GameOverParams, GoodbyeParams, HelloParams
@@ -167,7 +167,7 @@ async def test_an_adjourned_game_is_recorded_with_its_moves_and_scored_for_nobod
     # Both bots heard the game is over, so they are free for the next one.
     await until(lambda: all(b.client.results for b in memory_bots))
     for bot in memory_bots:
-        assert bot.client.results[-1].reason == ADJOURNED and not bot.client.in_game
+        assert bot.daemon.client.results[-1].reason == ADJOURNED and not bot.daemon.client.in_game
 
 
 async def test_a_game_both_bots_left_before_it_started_is_void(host: Host, memory_bots: list[MemoryBot]) -> None:
@@ -435,8 +435,8 @@ async def test_a_second_signal_quits_at_once(
 
 
 def test_a_void_game_is_not_in_what_the_bot_learns(tmp_path: Path) -> None:
-    from bot.learning import OpponentMemory
-    from bot.opponent_store import OpponentStore
+    from bot.daemon.learning import OpponentMemory
+    from bot.daemon.opponent_store import OpponentStore
 
     with OpponentStore(tmp_path / "o.sqlite") as store:
         memory = OpponentMemory(store)

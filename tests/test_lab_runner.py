@@ -28,9 +28,9 @@ from engine_ext.lab.runner import (
 from engine_ext.lab.schedule import build_matches, pairings
 from engine_ext.lab.sprt import SprtSpec
 from engine_ext.lab.stats import Pentanomial
-from engine_ext.pieces import Side
-from engine_ext.record import GameRecord
-from engine_ext.rulesets import CLASSIC
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.record import GameRecord
+from engine_ext.rules.rulesets import CLASSIC
 from setups.notation import Notation, parse_setup
 
 # The Gravon data of the project's source material, beside the checkout (as CI lays it out).
@@ -280,7 +280,7 @@ def test_without_a_terminal_the_progress_is_a_status_line_every_few_games() -> N
 
     from rich.console import Console
 
-    from bot.lab_view import LabProgress, elo_text, result_table
+    from bot.commands.lab_view import LabProgress, elo_text, result_table
 
     out = io.StringIO()
     match = random_match(None, pairs=3, sprt=SprtSpec(0, 10))

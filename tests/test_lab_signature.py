@@ -16,7 +16,7 @@ from engine_ext.lab.signature import (
     bench_settings,
     bench_signature,
 )
-from engine_ext.pieces import Side
+from engine_ext.rules.pieces import Side
 
 # The signature of the default bench: the perspecto profile, depth 8, the 16 positions.
 DEFAULT_SIGNATURE = 142_585_106

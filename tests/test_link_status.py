@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from engine_ext.rulesets import Square
+from engine_ext.rules.rulesets import Square
 from protocol import errors
 from protocol.codec import bot_codec, host_codec
 from protocol.endpoint import Endpoint, MemoryChannel, memory_pipe

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from bot.commands.replay import ReplayError, replay_positions
-from bot.host import GameResult, standings
-from bot.match import Contestant, MatchResult, contestants, result_summary, result_table
-from engine_ext.pieces import Side
-from engine_ext.record import GameRecord
+from bot.host.match import Contestant, MatchResult, contestants, result_summary, result_table
+from bot.host.referee import GameResult, standings
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.record import GameRecord
 
 REPO = Path(__file__).resolve().parents[1]
 

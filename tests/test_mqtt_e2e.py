@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from bot.commands.replay import replay_positions
-from bot.host import BotSession, GameResult, Host, HostSettings
-from engine_ext.game import Game, MoveResult
-from engine_ext.pieces import Side
-from engine_ext.record import GameRecord
+from bot.host.referee import BotSession, GameResult, Host, HostSettings
+from engine_ext.rules.game import Game, MoveResult
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.record import GameRecord
 from protocol.mqtt import DownClock, MqttSettings, ReliableStream
 from tests.mqtt_broker import (
     REPO,
@@ -135,7 +135,7 @@ async def test_a_full_game_over_mqtt(broker: Broker, bots: BotProcesses, tmp_pat
         await say_goodbye([session_a, session_b], [a, b])
     # the bots kept a heartbeat through the session and left it saying they stopped
     for token in ("a", "b"):
-        states = [e["state"] for e in bots.events(token, "bot.health")]
+        states = [e["state"] for e in bots.events(token, "bot.daemon.health")]
         assert states[0] == "disconnected" and "in_game" in states and states[-1] == "disconnected"
         assert states.index("idle") < states.index("in_game")
         closed = bots.events(token, "mqtt.channel_closed")[-1]
@@ -173,7 +173,7 @@ async def test_the_broker_link_cut_and_restored_mid_game(
         assert bots.events(token, "mqtt.reconnected"), f"bot-{token} never reconnected"
         assert not bots.events(token, "bot.connection_lost")  # the endpoint above never noticed
         # the heartbeat said so meanwhile: in a game, out of reach, in the game again
-        states = [e["state"] for e in bots.events(token, "bot.health")]
+        states = [e["state"] for e in bots.events(token, "bot.daemon.health")]
         playing = states.index("in_game")
         assert states[playing:playing + 3] == ["in_game", "disconnected", "in_game"]
 
@@ -339,7 +339,8 @@ async def test_match_over_mqtt(broker: Broker, tmp_path: Path) -> None:
     """``perspecto match --transport mqtt``: the match's bots reach its host through the broker."""
     match = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot.cli", "match", "random", "random", "--via-host", "--games", "2",
-        "--move-limit", "60", "--seed", "3", "--transport", "mqtt", "--broker", broker.url, "--records", str(tmp_path / "records"),
+        "--move-limit", "60", "--seed", "3", "--transport", "mqtt", "--broker", broker.url,
+        "--records", str(tmp_path / "records"),
         cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(match.communicate(), 90)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.opponent_store import OpponentStore
+from bot.daemon.opponent_store import OpponentStore
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -71,7 +71,7 @@ def test_bad_values_are_refused(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from bot.opponent_store import OpponentStore
+from bot.daemon.opponent_store import OpponentStore
 store = OpponentStore(Path(sys.argv[1]))
 i = 0
 while True:
@@ -103,12 +103,12 @@ def test_kill_minus_nine_in_the_middle_of_writes_loses_nothing_committed(tmp_pat
 
 
 def test_the_bot_primes_a_fresh_engine_and_records_what_it_learnt(tmp_path: Path) -> None:
-    from bot.engine_interface import create_engine
-    from bot.learning import OpponentMemory
-    from engine_ext.game import RulesOptions
-    from engine_ext.pieces import Side
-    from engine_ext.rulesets import CLASSIC
-    from engine_ext.selfplay import semi_random_game
+    from bot.daemon.engine_interface import create_engine
+    from bot.daemon.learning import OpponentMemory
+    from engine_ext.research.selfplay import semi_random_game
+    from engine_ext.rules.game import RulesOptions
+    from engine_ext.rules.pieces import Side
+    from engine_ext.rules.rulesets import CLASSIC
 
     with OpponentStore(tmp_path / "o.sqlite") as store:
         store.record_game("probe", "win", est_opp_fear=0.12, own_fear_scale=0.5)
@@ -127,11 +127,11 @@ def test_the_bot_primes_a_fresh_engine_and_records_what_it_learnt(tmp_path: Path
 
 
 def test_only_engines_with_a_psychological_model_learn_fears(tmp_path: Path) -> None:
-    # The typed interface (engine_ext.engine.FearLearner): the search engines' wrapper is one, the
+    # The typed interface (engine_ext.engine.facade.FearLearner): the search engines' wrapper is one, the
     # random mover is not, and a game against it records no fear and primes nothing.
-    from bot.engine_interface import create_engine
-    from bot.learning import OpponentMemory
-    from engine_ext.engine import FearLearner
+    from bot.daemon.engine_interface import create_engine
+    from bot.daemon.learning import OpponentMemory
+    from engine_ext.engine.facade import FearLearner
 
     searcher, mover = create_engine("perspecto", {}, seed=1), create_engine("random", {}, seed=1)
     assert isinstance(searcher, FearLearner) and not isinstance(mover, FearLearner)

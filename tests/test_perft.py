@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine_ext.game import Game, RulesOptions
-from engine_ext.reference_rules import ReferenceBoard
-from engine_ext.rulesets import CLASSIC
+from engine_ext.rules.game import Game, RulesOptions
+from engine_ext.rules.reference_rules import ReferenceBoard
+from engine_ext.rules.rulesets import CLASSIC
 from tests.helpers import board_code, play_random, random_game
 
 REPO = Path(__file__).resolve().parents[1]
@@ -20,7 +20,7 @@ PERFT_OPTIONS = RulesOptions(two_squares=None, more_squares=False)
 
 def reference_perft(code: str, depth: int, blue: bool = False) -> int:
     game = Game.from_board_code(code, PERFT_OPTIONS)
-    from engine_ext.pieces import Side
+    from engine_ext.rules.pieces import Side
 
     board = ReferenceBoard.from_pieces(CLASSIC, game.pieces(), Side.BLUE if blue else Side.RED)
     return board.perft(depth)

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from bot.client import BotClient
 from bot.config import get_profile
-from bot.host import Host, HostSettings
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import Square
+from bot.daemon.client import BotClient
+from bot.host.referee import Host, HostSettings
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import Square
 from protocol import errors
 from protocol.codec import (
     BadResult,

@@ -12,12 +12,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.client import BotClient
 from bot.config import get_profile
-from bot.daemon import BotDaemon, DaemonOptions
-from bot.host import BotSession, Host, HostSettings
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import CLASSIC
+from bot.daemon.client import BotClient
+from bot.daemon.service import BotDaemon, DaemonOptions
+from bot.host.referee import BotSession, Host, HostSettings
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import CLASSIC
 from protocol.codec import (
     BadResult,
     IncomingError,
@@ -170,7 +170,7 @@ def test_random_bytes_to_the_bot(noise: list[bytes]) -> None:
 
 
 async def a_real_game_still_works(host: Host) -> None:
-    """Two real bot daemons (bot/daemon.py, as `perspecto bot` runs them) over TCP play a game to its end."""
+    """Two real bot daemons (bot/daemon/service.py, as `perspecto bot` runs them) over TCP play a game to its end."""
     daemons = [
         BotDaemon(BotClient(get_profile("random"), seed=seed),
                   HelloParams(name=f"ok{i}", version="0", protocol=PROTOCOL_VERSION, token=f"ok{i}"),

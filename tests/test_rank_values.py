@@ -16,8 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.commands import rank_values as cmd
-from engine_ext.pieces import ATTACKER_WINS, DEFENDER_WINS, Rank, combat
-from engine_ext.rank_values import (
+from engine_ext.research.rank_values import (
     MODELS,
     RANKS,
     SCALE_KEYS,
@@ -39,7 +38,8 @@ from engine_ext.rank_values import (
     solve_model,
     tally_directory,
 )
-from engine_ext.record import GameRecord, RecordedMove, RecordedPlayer
+from engine_ext.rules.pieces import ATTACKER_WINS, DEFENDER_WINS, Rank, combat
+from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
 
 # --- the solver -------------------------------------------------------------------------------------
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine_ext.game import Game, GameOver, IllegalMove, RulesOptions
-from engine_ext.notation import Move
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import Square
+from engine_ext.rules.game import Game, GameOver, IllegalMove, RulesOptions
+from engine_ext.rules.notation import Move
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import Square
 from tests.helpers import board_code
 
 
@@ -162,7 +162,7 @@ class TestTwoReadingsOfAPosition:
         assert set(sendable) == set(game.legal_moves()) - {Move.parse("A2-A1")}
 
     def test_a_random_mover_never_chooses_it(self) -> None:
-        from bot.engine_interface import RandomEngine, SearchBudget
+        from bot.daemon.engine_interface import RandomEngine, SearchBudget
 
         game = self.swapped()
         chosen = {RandomEngine(seed).choose_move(game, SearchBudget.starting_now(1.0, 2.0)) for seed in range(200)}
@@ -172,7 +172,7 @@ class TestTwoReadingsOfAPosition:
     def test_the_search_engine_roots_only_at_sendable_moves(self) -> None:
         import time
 
-        from engine_ext.engine import Engine
+        from engine_ext.engine.facade import Engine
 
         game = self.swapped()
         engine = Engine("minimax")

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from bot.client import BotClient
 from bot.config import get_profile
-from bot.daemon import BotDaemon, DaemonOptions
-from bot.host import BotSession, GameResult, Host, HostSettings
-from bot.journal import GameJournal, JournalEntry, JournalError, ResumableHandler, read_finished, replay
-from engine_ext.game import Game, MoveResult
-from engine_ext.pieces import Side
-from engine_ext.record import GameRecord
+from bot.daemon.client import BotClient
+from bot.daemon.journal import GameJournal, JournalEntry, JournalError, ResumableHandler, read_finished, replay
+from bot.daemon.service import BotDaemon, DaemonOptions
+from bot.host.referee import BotSession, GameResult, Host, HostSettings
+from engine_ext.rules.game import Game, MoveResult
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.record import GameRecord
 from protocol import errors
 from protocol.codec import InvalidMessage, host_codec
 from protocol.endpoint import MemoryChannel, memory_pipe

@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from engine_ext.game import Game, IllegalMove, RulesOptions
-from engine_ext.notation import BoardCode, Move
-from engine_ext.pieces import Rank, Side
-from engine_ext.record import GameRecord, RecordedMove, RecordedPlayer
-from engine_ext.rulesets import BARRAGE, CLASSIC, SetupError, Square, get_ruleset
+from engine_ext.rules.game import Game, IllegalMove, RulesOptions
+from engine_ext.rules.notation import BoardCode, Move
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
+from engine_ext.rules.rulesets import BARRAGE, CLASSIC, SetupError, Square, get_ruleset
 from tests.helpers import board_code, play_random, random_game
 
 

@@ -8,12 +8,12 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine_ext.core import Position
-from engine_ext.game import Game, GameOver, RulesOptions
-from engine_ext.notation import Move
-from engine_ext.pieces import Rank, Side, combat
-from engine_ext.reference_rules import ReferenceBoard
-from engine_ext.rulesets import BARRAGE, CLASSIC, MINI, Ruleset, Square
+from engine_ext.rules.core import Position
+from engine_ext.rules.game import Game, GameOver, RulesOptions
+from engine_ext.rules.notation import Move
+from engine_ext.rules.pieces import Rank, Side, combat
+from engine_ext.rules.reference_rules import ReferenceBoard
+from engine_ext.rules.rulesets import BARRAGE, CLASSIC, MINI, Ruleset, Square
 from tests.helpers import board_code, random_game
 
 RULESETS = st.sampled_from([CLASSIC, BARRAGE, MINI])
@@ -121,7 +121,7 @@ def test_combat_table_matches_the_rule_text() -> None:
 
 
 def test_special_combats() -> None:
-    from engine_ext.pieces import ATTACKER_WINS, BOTH_DIE, DEFENDER_WINS
+    from engine_ext.rules.pieces import ATTACKER_WINS, BOTH_DIE, DEFENDER_WINS
 
     assert combat(Rank.SPY, Rank.MARSHAL) == ATTACKER_WINS
     assert combat(Rank.MARSHAL, Rank.SPY) == ATTACKER_WINS

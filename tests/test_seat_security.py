@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from bot.host import BotSession, GameResult, Host, HostSettings
-from engine_ext.game import Game, MoveResult
-from engine_ext.pieces import Side
+from bot.host.referee import BotSession, GameResult, Host, HostSettings
+from engine_ext.rules.game import Game, MoveResult
+from engine_ext.rules.pieces import Side
 from protocol.endpoint import Channel
 from protocol.errors import ErrorCode
 from protocol.mqtt import MqttChannel, MqttSettings

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from engine_ext.pieces import Rank
-from engine_ext.rulesets import BARRAGE, CLASSIC, MINI, Ruleset
+from engine_ext.rules.pieces import Rank
+from engine_ext.rules.rulesets import BARRAGE, CLASSIC, MINI, Ruleset
 from setups import Notation, SetupStats, compute_stats, generate_setup, load_stats, parse_setup, random_setup
 from setups.stats import read_gravon_lines, stats_path
 

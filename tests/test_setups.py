@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import BARRAGE, CLASSIC, MINI, RULESETS, SetupError, Square
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import BARRAGE, CLASSIC, MINI, RULESETS, SetupError, Square
 from setups import (
     SETUPS_DIR_ENV,
     LibraryError,

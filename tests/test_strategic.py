@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine_ext import reference_strategic as ref
-from engine_ext.core import Position
-from engine_ext.pieces import Rank
-from engine_ext.rulesets import CLASSIC, MINI
-from engine_ext.settings import StrategicParams
-from engine_ext.strategic import flag_suspicions_py, strategic_scores_py
+from engine_ext.engine.settings import StrategicParams
+from engine_ext.engine.strategic import flag_suspicions_py, strategic_scores_py
+from engine_ext.rules.core import Position
+from engine_ext.rules.pieces import Rank
+from engine_ext.rules.rulesets import CLASSIC, MINI
 from tests.helpers import play_random, random_game
 
 RED, BLUE = 0, 1

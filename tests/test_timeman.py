@@ -1,4 +1,4 @@
-"""The time manager (engine_ext/timeman.py): each move's optimum and maximum from the limits and the game so
+"""The time manager (engine_ext/engine/timeman.py): each move's optimum and maximum from the limits and the game so
 far, on an injectable clock."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine_ext import tournament
-from engine_ext.game import RulesOptions
-from engine_ext.timeman import BANK_HORIZON, MIN_OPTIMUM, MoveTimes, TimeLimits, TimeManager
+from engine_ext.engine.timeman import BANK_HORIZON, MIN_OPTIMUM, MoveTimes, TimeLimits, TimeManager
+from engine_ext.rules import tournament
+from engine_ext.rules.game import RulesOptions
 from tests.helpers import FakeClock
 
 
@@ -30,7 +30,7 @@ def test_the_tournament_limits_are_written_once() -> None:
     """15 s a move, 5 s on average, a draw at 2000 plies: every default that means them agrees."""
     from bot.config import BotProfile
     from bot.game_options import GameOptions
-    from bot.host import HostSettings
+    from bot.host.referee import HostSettings
 
     written = (tournament.MOVE_TIME_MAX, tournament.MOVE_TIME_AVERAGE, tournament.MOVE_LIMIT)
     assert written == (15.0, 5.0, 2000)

@@ -2,7 +2,7 @@
 that runs a UCC program as an opponent (two ``perspecto ucc`` processes playing a whole game).
 
 The scripted referee here is written independently of protocol/ucc.py (its own letters, rows and move
-parsing) and judges with ``engine_ext.game.Game``, so the codec is checked against a second reading of
+parsing) and judges with ``engine_ext.rules.game.Game``, so the codec is checked against a second reading of
 the spec rather than against itself.
 """
 
@@ -29,13 +29,13 @@ import structlog
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.engine_interface import RandomEngine, SearchBudget
-from bot.ucc_opponent import UccOpponent, UccOpponentError, board_rows_for, move_line
-from bot.ucc_player import ChosenEngine, UccPlayer
-from engine_ext.game import Game, IllegalMove, Move, MoveResult, RulesOptions
-from engine_ext.pieces import Rank, Side
-from engine_ext.rulesets import CLASSIC, Square
-from engine_ext.timeman import TimeLimits, TimeManager
+from bot.daemon.engine_interface import RandomEngine, SearchBudget
+from bot.ucc.opponent import UccOpponent, UccOpponentError, board_rows_for, move_line
+from bot.ucc.player import ChosenEngine, UccPlayer
+from engine_ext.engine.timeman import TimeLimits, TimeManager
+from engine_ext.rules.game import Game, IllegalMove, Move, MoveResult, RulesOptions
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import CLASSIC, Square
 from protocol.ucc import (
     BoardRow,
     ColourLine,
@@ -580,7 +580,7 @@ def test_garbage_from_the_referee_exits_non_zero() -> None:
 # A child whose engine ignores its stop signal and would think for a minute: QUIT must still end it.
 STUBBORN_ENGINE_CHILD = """
 import sys, time
-from bot import engine_interface
+from bot.daemon.service import engine_interface
 class Stubborn:
     name = "stubborn"
     def choose_move(self, game, budget):
@@ -830,7 +830,7 @@ async def test_a_program_with_a_bad_move(answer: str, why: str) -> None:
 
 
 async def test_surrender_and_quit() -> None:
-    from bot.ucc_opponent import UccSurrender
+    from bot.ucc.opponent import UccSurrender
 
     script = f"import sys; sys.stdin.readline(); {SETUP_ECHO}; print('SURRENDER'); sys.stdout.flush(); " \
              "sys.exit(0 if 'QUIT BLUE' in sys.stdin.read() else 5)"

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.client import BotClient
 from bot.config import ProfileError, builtin_profiles, profile_from_mapping
-from bot.engine_interface import ProgramEngine, SearchBudget
-from bot.ucc_engine import UccEngine, UccEngineError, UccEngineParams
-from bot.ucc_opponent import move_line
-from engine_ext.game import Game, RulesOptions
-from engine_ext.pieces import Side
-from engine_ext.rulesets import CLASSIC
+from bot.daemon.client import BotClient
+from bot.daemon.engine_interface import ProgramEngine, SearchBudget
+from bot.ucc.engine import UccEngine, UccEngineError, UccEngineParams
+from bot.ucc.opponent import move_line
+from engine_ext.rules.game import Game, RulesOptions
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.rulesets import CLASSIC
 from protocol.messages import GameOverParams
 from protocol.ucc import parse_answer
 from tests.helpers import FakeHost, assert_view_matches, register
@@ -151,9 +151,9 @@ def test_a_ucc_program_plays_a_match_on_the_local_host(tmp_path: Path) -> None:
     (config / "profiles" / "ucc-minimax.toml").write_text(
         f'engine = "ucc"\n[engine_params]\ncommand = {json.dumps(command)}\nsetup_time = 30\n', encoding="utf-8")
     records = tmp_path / "records"
-    run = perspecto("match", "random", "ucc-minimax", "--via-host", "--games", "2", "--config", str(config), "--records",
-                    str(records), "--move-time-average", "0.3", "--move-time-max", "3", "--log-level", "info",
-                    timeout=240)
+    run = perspecto("match", "random", "ucc-minimax", "--via-host", "--games", "2", "--config", str(config),
+                    "--records", str(records), "--move-time-average", "0.3", "--move-time-max", "3",
+                    "--log-level", "info", timeout=240)
     assert run.returncode == 0, run.stderr[-3000:]
     results = [json.loads(p.read_text())["result"] for p in sorted(records.glob("*.json"))]
     assert len(results) == 2 and all(not r["forfeits"] for r in results)

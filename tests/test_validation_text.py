@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from bot.config import ProfileError, profile_from_mapping
-from bot.engine_interface import EngineConfigError, create_engine
+from bot.daemon.engine_interface import EngineConfigError, create_engine
 from protocol.codec import InvalidMessage, bot_codec
 from protocol.validation import error_line, validation_text
 

@@ -42,9 +42,9 @@ from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from any directory
 
-from engine_ext.game import MAX_MOVE_LIMIT, Game, IllegalMove, RulesOptions
-from engine_ext.pieces import Side
-from engine_ext.rulesets import CLASSIC
+from engine_ext.rules.game import MAX_MOVE_LIMIT, Game, IllegalMove, RulesOptions
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.rulesets import CLASSIC
 from protocol.ucc import (
     Surrender,
     UccMove,

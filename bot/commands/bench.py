@@ -6,9 +6,9 @@ import argparse
 
 from rich.console import Console
 
-from engine_ext.engine import MAX_SEARCH_DEPTH
+from engine_ext.engine.facade import MAX_SEARCH_DEPTH
+from engine_ext.engine.settings import BUILTIN_ENGINE_SETTINGS
 from engine_ext.lab.signature import DEFAULT_DEPTH, DEFAULT_PROFILE, PositionCount, bench_signature
-from engine_ext.settings import BUILTIN_ENGINE_SETTINGS
 
 # Every built-in profile that searches (the random mover has no node to count).
 SEARCHING_PROFILES = tuple(name for name, settings in BUILTIN_ENGINE_SETTINGS.items() if settings.engine != "random")

@@ -10,16 +10,16 @@ from typing import Any
 from rich.console import Console
 
 from bot import __version__
-from bot.client import BotClient
 from bot.config import ProfileError
-from bot.daemon import BotDaemon, Connector, DaemonOptions
-from bot.health import health_path
-from bot.journal import GameJournal
-from bot.learning import OpponentMemory
+from bot.daemon.client import BotClient
+from bot.daemon.health import health_path
+from bot.daemon.journal import GameJournal
+from bot.daemon.learning import OpponentMemory
+from bot.daemon.opponent_store import OpponentStore
+from bot.daemon.runtime import run
+from bot.daemon.service import BotDaemon, Connector, DaemonOptions
 from bot.logging_setup import configure_logging
-from bot.opponent_store import OpponentStore
 from bot.profiles import load_configuration
-from bot.runtime import run
 from bot.settings import ConnectionSettings
 from protocol.messages import PROTOCOL_VERSION, HelloParams
 from protocol.mqtt import MqttChannel, MqttSettings, bot_id_from_name, check_id

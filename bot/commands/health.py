@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.health import DEFAULT_MAX_AGE, check_health, health_path, read_health
+from bot.daemon.health import DEFAULT_MAX_AGE, check_health, health_path, read_health
 
 
 def register(subparsers: Any) -> None:

@@ -24,12 +24,12 @@ from rich.console import Console
 from rich.table import Table
 
 from bot.commands.bot import DEFAULT_LINK_TIMEOUT, add_mqtt_arguments, mqtt_settings
-from bot.host import GameResult, Host, HostSettings, standings
+from bot.daemon.runtime import run
+from bot.host.referee import GameResult, Host, HostSettings, standings
 from bot.logging_setup import configure_logging
-from bot.runtime import run
-from engine_ext.pieces import Side
-from engine_ext.rulesets import RULESETS
-from engine_ext.tournament import MOVE_LIMIT, MOVE_TIME_AVERAGE, MOVE_TIME_MAX
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.rulesets import RULESETS
+from engine_ext.rules.tournament import MOVE_LIMIT, MOVE_TIME_AVERAGE, MOVE_TIME_MAX
 from protocol.errors import ConnectFailed
 from protocol.tcp import parse_address
 

@@ -20,20 +20,20 @@ from typing import Any
 from rich.console import Console
 
 from bot.commands.host import add_rules_arguments, host_settings
+from bot.commands.lab_view import LabProgress, footer, json_summary, result_table
 from bot.config import ProfileError, builtin_profiles
-from bot.lab_view import LabProgress, footer, json_summary, result_table
+from bot.daemon.runtime import run
+from bot.host.match import MatchError, MatchResult, MatchRunner, result_summary
+from bot.host.match import result_table as host_result_table
 from bot.logging_setup import configure_logging
-from bot.match import MatchError, MatchResult, MatchRunner, result_summary
-from bot.match import result_table as host_result_table
 from bot.profiles import ProfileSet, load_configuration
-from bot.runtime import run
 from bot.settings import config_dir
+from engine_ext.engine.settings import usable_cores
 from engine_ext.lab.runner import LabError, Limits, Match, Rules, run_matches, setup_source
 from engine_ext.lab.schedule import build_matches, pairings
 from engine_ext.lab.sprt import SprtSpec
-from engine_ext.pieces import RANK_STYLES
-from engine_ext.rulesets import get_ruleset
-from engine_ext.settings import usable_cores
+from engine_ext.rules.pieces import RANK_STYLES
+from engine_ext.rules.rulesets import get_ruleset
 from protocol.errors import ConnectFailed
 from protocol.mqtt import MqttSettings
 

@@ -7,9 +7,9 @@ import time
 
 from rich.console import Console
 
-from engine_ext.game import Game, RulesOptions
-from engine_ext.pieces import Side
-from engine_ext.rulesets import get_ruleset
+from engine_ext.rules.game import Game, RulesOptions
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.rulesets import get_ruleset
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -17,8 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from engine_ext.pieces import Rank
-from engine_ext.rank_values import (
+from engine_ext.research.rank_values import (
     LITERATURE,
     LITERATURE_NAMES,
     MODELS,
@@ -33,6 +32,7 @@ from engine_ext.rank_values import (
     tally_directory,
     write_scale,
 )
+from engine_ext.rules.pieces import Rank
 
 PROG = "perspecto rank-values"
 MODEL_TEXT = {

@@ -11,11 +11,11 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
-from bot.board_view import board_panel
-from engine_ext.game import Game, IllegalMove, Move, MoveResult, RulesOptions
-from engine_ext.pieces import RANK_STYLES, Rank, Side
-from engine_ext.record import GameRecord
-from engine_ext.rulesets import Square, get_ruleset
+from bot.host.board_view import board_panel
+from engine_ext.rules.game import Game, IllegalMove, Move, MoveResult, RulesOptions
+from engine_ext.rules.pieces import RANK_STYLES, Rank, Side
+from engine_ext.rules.record import GameRecord
+from engine_ext.rules.rulesets import Square, get_ruleset
 
 
 class ReplayError(ValueError):
@@ -81,7 +81,7 @@ def check_result(record: GameRecord, game: Game) -> None:
                 who = " and ".join(sides[:len(forfeits)])
                 raise ReplayError(f"the record says {_describe(winner, reason)}, but {who} forfeited")
         return
-    if reason == "adjourned":  # the host stopped it unfinished (bot/host.py ADJOURNED): undecided, no winner
+    if reason == "adjourned":  # the host stopped it unfinished (bot/host/referee.py ADJOURNED): undecided, no winner
         if game.result is not None or winner is not None:
             raise ReplayError(f"the record says the game was adjourned, but its moves had ended it: {game.result}")
         return

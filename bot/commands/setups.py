@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine_ext.pieces import RANK_STYLES, Rank, Side
-from engine_ext.rulesets import RULESETS, Ruleset, SetupError, get_ruleset
+from engine_ext.rules.pieces import RANK_STYLES, Rank, Side
+from engine_ext.rules.rulesets import RULESETS, Ruleset, SetupError, get_ruleset
 from setups.generator import floor_violations, generate_setup
 from setups.library import LibraryError, NamedSetup, SetupLibrary, read_setup_file
 from setups.notation import Notation, Setup, format_setup, parse_setup

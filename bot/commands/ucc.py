@@ -17,8 +17,8 @@ from bot import __version__
 from bot.config import BotProfile, ProfileError
 from bot.profiles import ProfileSet, load_configuration
 from bot.settings import config_dir
-from bot.ucc_player import DEFAULT_MOVE_TIME, run_ucc
-from bot.ucc_witness import EndWitness
+from bot.ucc.player import DEFAULT_MOVE_TIME, run_ucc
+from bot.ucc.witness import EndWitness
 
 log = structlog.get_logger()
 

@@ -1,7 +1,7 @@
 # cython: language_level=3
 # The seed's static look-ahead of the two-squares chase (engine_ext/chase/lookahead.pyx).
 
-from engine_ext.core cimport MAX_SQ, Pos
+from engine_ext.rules.core cimport MAX_SQ, Pos
 
 cdef enum:
     CELL_OPEN = 0           # a square either chasing piece may step on

@@ -1,8 +1,8 @@
 """Type stubs for the compiled look-ahead of the two-squares chase (engine_ext/chase/lookahead.pyx)."""
 
 from engine_ext.chase.oracle import ChaseBoard, ChaseRules, ChaseState
-from engine_ext.core import Position
-from engine_ext.rulesets import Square
+from engine_ext.rules.core import Position
+from engine_ext.rules.rulesets import Square
 
 WHY_NAMES: dict[int, str]
 

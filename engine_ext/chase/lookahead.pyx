@@ -33,7 +33,7 @@ Where this and the oracle disagree is listed in docs/two-squares.md.
 
 from libc.string cimport memset
 
-from engine_ext.core cimport (
+from engine_ext.rules.core cimport (
     ATTACKER_WINS, BLOCKED, COMBAT, DEFENDER_WINS, EMPTY, MAX_SQ, R_BOMB, R_FLAG, R_SCOUT, R_UNKNOWN, Pos,
     Position, move_from, move_to,
 )
@@ -548,7 +548,7 @@ cdef int scan_c(Pos* p, int limit, int max_distance, Candidate* out, int max_out
 # Python interface -------------------------------------------------------------------------------
 
 from engine_ext.chase.oracle import ChaseBoard, ChaseRules, ChaseState, Role, _check  # noqa: E402
-from engine_ext.rulesets import Square  # noqa: E402
+from engine_ext.rules.rulesets import Square  # noqa: E402
 
 
 cdef class LookAhead:

@@ -1,7 +1,7 @@
 """The exact oracle of the two-squares chase: retrograde analysis of one attacker against one defender.
 
 A stronger piece (the attacker) chases a weaker one (the defender) among pieces that stand still
-(the obstacles). The two-squares rule as the game plays it (``engine_ext.core.breaks_two_squares``,
+(the obstacles). The two-squares rule as the game plays it (``engine_ext.rules.core.breaks_two_squares``,
 the tournament's pseudocode) limits each side to N consecutive moves between the same two squares.
 The oracle decides whether the attacker can force the capture, and in how many attacker moves,
 against the defender's longest resistance. It is the truth the seed's fast look-ahead
@@ -46,8 +46,8 @@ from enum import StrEnum
 import numpy as np
 from numpy.typing import NDArray
 
-from engine_ext.notation import Move
-from engine_ext.rulesets import Ruleset, Square
+from engine_ext.rules.notation import Move
+from engine_ext.rules.rulesets import Ruleset, Square
 
 __all__ = [
     "FRESH", "ChaseBoard", "ChaseInputError", "ChaseRules", "ChaseSolution", "ChaseState",

@@ -1,10 +1,10 @@
 """The lab's game runner: engine against engine in worker processes, paired games, ordered results.
 
 No host, no TCP, no bot processes: a game is the referee and two engines with their partial views
-(``engine_ext.selfplay.RefereedGame``), played to the end in one process. Every game is a picklable
+(``engine_ext.research.selfplay.RefereedGame``), played to the end in one process. Every game is a picklable
 ``GameJob`` (the two players' profiles with their parameters, both setups, the seeds, the limits) that a
 worker turns into a picklable ``GameOutcome``, and every game is saved in the record format ``perspecto
-replay`` reads (engine_ext/record.py).
+replay`` reads (engine_ext/rules/record.py).
 
 Games come in pairs: pair i draws two setups (red's and blue's) and two engine seeds from the match seed
 and i alone; game 2i has engine A as red, game 2i+1 the same two setups and seeds with the engines swapped,
@@ -39,18 +39,18 @@ from typing import Any, Protocol
 import structlog
 
 from bot.config import BotProfile, ProfileError, profile_from_mapping
-from bot.engine_interface import MoveEngine, ProgramEngine, SearchBudget
-from engine_ext.engine import Engine, EngineMove
-from engine_ext.game import Game, IllegalMove, Move, RulesOptions
+from bot.daemon.engine_interface import MoveEngine, ProgramEngine, SearchBudget
+from engine_ext.engine.facade import Engine, EngineMove
+from engine_ext.engine.settings import deep_merge
+from engine_ext.engine.timeman import TimeLimits, TimeManager
 from engine_ext.lab.sprt import SprtSpec, llr_pentanomial, sprt_verdict
 from engine_ext.lab.stats import EloEstimate, Pentanomial, Trinomial, elo_from_pentanomial, elo_from_trinomial
-from engine_ext.pieces import Rank, Side
-from engine_ext.record import GameRecord, RecordedMove, RecordedPlayer
-from engine_ext.rulesets import Ruleset, Square, get_ruleset
-from engine_ext.selfplay import RefereedGame
-from engine_ext.settings import deep_merge
-from engine_ext.timeman import TimeLimits, TimeManager
-from engine_ext.tournament import MOVE_LIMIT, MOVE_TIME_AVERAGE, MOVE_TIME_MAX
+from engine_ext.research.selfplay import RefereedGame
+from engine_ext.rules.game import Game, IllegalMove, Move, RulesOptions
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
+from engine_ext.rules.rulesets import Ruleset, Square, get_ruleset
+from engine_ext.rules.tournament import MOVE_LIMIT, MOVE_TIME_AVERAGE, MOVE_TIME_MAX
 from setups.generator import generate_setup
 from setups.library import load_library
 from setups.notation import Notation, Setup, parse_setup
@@ -376,7 +376,7 @@ class _Side:
             self.soft, self.hard = limits.move_time, 3 * limits.move_time
         elif searcher and (limits.nodes is not None or limits.depth is not None):
             self.soft = self.hard = UNLIMITED_SECONDS
-        else:  # as the bot plays: the time manager under the rules' time options (engine_ext/timeman.py)
+        else:  # as the bot plays: the time manager under the rules' time options (engine_ext/engine/timeman.py)
             self.timer = TimeManager(TimeLimits.for_host(profile, move_time_max=rules.move_time_max,
                                                          move_time_average=rules.move_time_average,
                                                          move_limit=rules.move_limit))

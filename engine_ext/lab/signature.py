@@ -19,13 +19,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from engine_ext.engine import Engine
-from engine_ext.game import Game, RulesOptions
-from engine_ext.notation import BoardCode, Move
-from engine_ext.pieces import Side
-from engine_ext.rulesets import CLASSIC
-from engine_ext.selfplay import RefereedGame
-from engine_ext.settings import EngineSettings, builtin_settings
+from engine_ext.engine.facade import Engine
+from engine_ext.engine.settings import EngineSettings, builtin_settings
+from engine_ext.research.selfplay import RefereedGame
+from engine_ext.rules.game import Game, RulesOptions
+from engine_ext.rules.notation import BoardCode, Move
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.rulesets import CLASSIC
 
 DEFAULT_PROFILE = "perspecto"
 DEFAULT_DEPTH = 8
@@ -36,7 +36,7 @@ BENCH_OPTIONS = RulesOptions(ruleset=CLASSIC, move_limit=2000)
 
 @dataclass(frozen=True)
 class BenchGame:
-    """A frozen game: ``seed`` made the semi-random setups (engine_ext/selfplay.py) and seeded the
+    """A frozen game: ``seed`` made the semi-random setups (engine_ext/research/selfplay.py) and seeded the
     depth-3 minimax engines that played ``moves`` (space-separated) from ``board``."""
 
     seed: int

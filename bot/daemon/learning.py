@@ -1,0 +1,101 @@
+"""What the bot carries from one game against an opponent to the next.
+
+``OpponentMemory`` sits between the client and the opponent store: it picks the game's setup with the
+profile's ``SetupChooser`` (never the last setup played against that opponent unless the profile
+allows it), starts the engine from the estOppFear learnt in earlier games (thesis 10.3.3), and writes
+each finished game back. With no store (``state.learn = false``) it still chooses setups by the
+profile, only without history across processes.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from bot.config import BotProfile
+from bot.daemon.opponent_store import OpponentStore
+from engine_ext.engine.facade import FearLearner
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import Ruleset, Square
+
+log = structlog.get_logger()
+
+
+@dataclass
+class ChosenSetup:
+    name: str
+    placement: dict[Square, Rank]
+
+
+@dataclass
+class OpponentMemory:
+    store: OpponentStore | None = None
+    # Without a store, the last setup per opponent is still remembered for this process's life.
+    _last_setup: dict[str, str] = field(default_factory=dict)
+    # The setup library is read from disk once, not at every game's setup on the event loop.
+    _library: Any = None
+
+    def _setup_library(self) -> Any:
+        if self._library is None:
+            from setups.library import load_library
+
+            self._library = load_library()
+        return self._library
+
+    def choose_setup(
+        self, profile: BotProfile, opponent: str | None, ruleset: Ruleset, side: Side, rng: random.Random,
+        rejected: dict[Square, Rank] | None = None,
+    ) -> ChosenSetup:
+        from setups.choice import SetupChooser
+        from setups.notation import Setup
+
+        chooser = SetupChooser(profile.setup, ruleset, library=self._setup_library(), rng=rng)
+        if rejected is not None:
+            setup = chooser.alternative(Setup.from_placement(ruleset, side, rejected))
+            return ChosenSetup("alternative", setup.placement(side))
+        key = opponent or ""
+        previous = self._last_setup.get(key)
+        if previous is None and self.store is not None:
+            previous = self.store.history(key).last_setup
+        named = chooser.choose(previous)
+        self._last_setup[key] = named.name
+        return ChosenSetup(named.name, named.setup.placement(side))
+
+    def prime_engine(self, engine: Any, opponent: str | None) -> None:
+        """Start the engine from the fear estimate of earlier games against this opponent."""
+        if self.store is None or not opponent:
+            return
+        if not isinstance(engine, FearLearner):
+            return  # an engine with no psychological model (the random mover, a UCC program)
+        hist = self.store.history(opponent)
+        if hist.est_opp_fear is not None:
+            engine.est_opp_fear = hist.est_opp_fear
+            log.info("bot.learnt_fear_used", opponent=opponent, est_opp_fear=round(hist.est_opp_fear, 3))
+        if hist.own_fear_scale is not None:
+            engine.own_fear_scale = hist.own_fear_scale
+            log.info("bot.learnt_bluff_scale_used", opponent=opponent, own_fear_scale=round(hist.own_fear_scale, 3))
+
+    def record(
+        self, opponent: str | None, *, won: bool | None, reason: str, setup: str | None, plies: int,
+        engine: Any, game_id: str,
+    ) -> None:
+        if self.store is None or not opponent or reason == "void":
+            return  # a void game never started (the host's gameOver says so): nothing to learn, no result
+        forfeit = reason.startswith("forfeit")
+        if won is None:
+            result = "draw"
+        elif won:
+            result = "forfeit_win" if forfeit else "win"
+        else:
+            result = "forfeit_loss" if forfeit else "loss"
+        learner = engine if isinstance(engine, FearLearner) else None
+        try:
+            self.store.record_game(opponent, result, reason=reason, setup=setup, plies=plies,
+                                   est_opp_fear=None if learner is None else float(learner.est_opp_fear),
+                                   game_id=game_id,
+                                   own_fear_scale=None if learner is None else float(learner.own_fear_scale))
+        except Exception as exc:  # a full disk must not cost the next game
+            log.warning("bot.store_write_failed", opponent=opponent, error=repr(exc))

@@ -1,0 +1,936 @@
+"""The host: the referee that bots connect to. It plays games between them with the rules engine.
+
+Per game the host sets the options on both bots, reads both setups square by square (an illegal setup
+gets ``illegalSetup`` and one second chance, then the game is forfeited), tells each bot where the other's
+pieces stand, and then asks for moves in turn: every move is checked by the rules engine, must arrive
+within ``moveTimeMax`` (plus a small network grace), and is reported back to both bots with the ranks an
+attack reveals. It ends with ``gameOver`` to both, a score from the tournament table and a game record.
+
+Whatever a bot does (errors, garbage, silence, disconnecting) ends at worst in that bot's forfeit of that
+game: the host and its other games carry on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import re
+import secrets
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot import __version__
+from bot.game_options import GameOptions
+from engine_ext.rules.game import Game, IllegalMove, Move, MoveResult
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
+from engine_ext.rules.rulesets import RULESETS, SetupError, Square
+from protocol import errors
+from protocol.codec import DEFAULT_MAX_LINE, host_codec
+from protocol.endpoint import Channel, Endpoint
+from protocol.link import call_pausing_outages, close_reason, current_outage, outage_seconds
+from protocol.messages import (
+    PROTOCOL_VERSION,
+    RESUME_FEATURE,
+    CreateAISetupParams,
+    GameOverParams,
+    GetAIMoveParams,
+    GetAISetupPieceParams,
+    GetAISetupPieceResult,
+    GoodbyeParams,
+    HelloParams,
+    HelloResult,
+    IllegalSetupParams,
+    MoveModel,
+    MoveReport,
+    SetGameOptionParams,
+    SetOpponentSetupPieceParams,
+    protocol_compatible,
+)
+from protocol.mqtt import MqttHostListener, MqttSettings
+from protocol.tcp import serve
+
+log = structlog.get_logger()
+
+# The tournament's table.
+SCORE_WIN, SCORE_DRAW, SCORE_LOSS, SCORE_FORFEIT = 6, 3, 1, 0
+# A game the host stopped before it was over (``perspecto host`` shutting down): recorded with its moves so
+# far, scored for nobody.
+ADJOURNED = "adjourned"
+# A game that never started because a bot said goodbye before it: not a game, so neither scored nor recorded.
+VOID = "void"
+
+
+class HostSettings(GameOptions):
+    """The options of the games this host referees (bot/game_options.py: the rules and time limits it sends
+    with setGameOption), and how it serves them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)  # 0: any free port
+    grace: float = Field(default=0.5, ge=0)  # network allowance on top of move_time_max
+    call_timeout: float = Field(default=10.0, gt=0)  # every call but getAIMove
+    hello_timeout: float = Field(default=10.0, gt=0)
+    tokens: frozenset[str] | None = None  # accepted hello tokens; None: any bot may play
+    records_dir: Path | None = None
+    max_line: int = Field(default=DEFAULT_MAX_LINE, ge=1024)
+    # Seconds in all, per bot and game, that a game waits for a bot whose connection failed to come back
+    # with ``hello resumeGame`` (docs/mqtt.md); 0: no waiting, the bot forfeits at once.
+    resume_grace: float = Field(default=0.0, ge=0)
+    mqtt: MqttSettings | None = None  # also serve bots through this broker
+
+
+@dataclass(eq=False)
+class BotSession:
+    """A connected bot that said hello."""
+
+    id: str
+    name: str
+    version: str
+    token: str | None
+    endpoint: Endpoint
+    arrived: float = field(default_factory=time.monotonic)
+    busy: bool = False  # playing (or reserved for) a game
+    features: frozenset[str] = frozenset()  # what the bot's hello said it can do
+    left: bool = False  # the bot said goodbye: it will not come back
+    # The secret a resume of this session's games must present (docs/mqtt.md, resume): sent in the hello
+    # answer to this connection alone, and only to a bot that can resume; None: its games cannot be resumed.
+    resume_key: str | None = None
+    # Notified when a resumed connection replaces ``endpoint`` (the game waiting for it goes on).
+    reattached: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    @property
+    def alive(self) -> bool:
+        return not self.endpoint.closed
+
+    @property
+    def resumable(self) -> bool:
+        return RESUME_FEATURE in self.features and not self.left
+
+    async def goodbye(self, reason: str) -> None:
+        with contextlib.suppress(errors.ProtocolError):
+            await self.endpoint.notify("goodbye", GoodbyeParams(reason=reason))
+
+
+@dataclass
+class GameResult:
+    game_id: str
+    names: dict[Side, str]
+    winner: Side | None
+    reason: str
+    plies: int
+    forfeits: frozenset[Side] = frozenset()
+    detail: str | None = None
+    seconds: float = 0.0
+    think_seconds: dict[Side, float] = field(default_factory=dict)  # total time each side took to move
+    record: GameRecord | None = None
+    record_path: Path | None = None
+
+    @property
+    def adjourned(self) -> bool:
+        return self.reason == ADJOURNED
+
+    @property
+    def void(self) -> bool:
+        return self.reason == VOID
+
+    def score(self, side: Side) -> int:
+        if self.adjourned or self.void:
+            return 0  # not played out: no points for either side
+        if side in self.forfeits:
+            return SCORE_FORFEIT
+        if self.winner is None:
+            return SCORE_DRAW
+        return SCORE_WIN if self.winner == side else SCORE_LOSS
+
+    def outcome_for(self, side: Side) -> str:
+        """``win``, ``draw``, ``loss``, ``forfeit``, ``adjourned`` or ``void``."""
+        if self.adjourned or self.void:
+            return self.reason
+        if side in self.forfeits:
+            return "forfeit"
+        if self.winner is None:
+            return "draw"
+        return "win" if self.winner == side else "loss"
+
+    def summary(self) -> str:
+        more = f": {self.detail}" if self.detail else ""
+        if self.adjourned or self.void:
+            return f"{self.game_id}: {self.reason} after {self.plies} plies{more}"
+        who = "draw" if self.winner is None else f"{self.names[self.winner]} ({self.winner}) wins"
+        return f"{self.game_id}: {who} by {self.reason} after {self.plies} plies{more}"
+
+
+@dataclass
+class Tally:
+    """One bot's games in the tournament's scoring."""
+
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    forfeits: int = 0
+    adjourned: int = 0  # stopped unfinished by the host: counted, not scored
+    score: int = 0
+    think_seconds: float = 0.0
+    moves: int = 0
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses + self.forfeits + self.adjourned
+
+    def add(self, result: GameResult, side: Side) -> None:
+        outcome = result.outcome_for(side)
+        self.wins += outcome == "win"
+        self.draws += outcome == "draw"
+        self.losses += outcome == "loss"
+        self.forfeits += outcome == "forfeit"
+        self.adjourned += outcome == ADJOURNED
+        self.score += result.score(side)
+        self.think_seconds += result.think_seconds.get(side, 0.0)
+        # Red moves first: it has made the odd ply when the count is odd.
+        self.moves += (result.plies + (side == Side.RED)) // 2
+
+
+def standings(results: Iterable[GameResult]) -> dict[str, Tally]:
+    """Tallies by bot name, best score first (void games, which never started, are not in them)."""
+    tallies: dict[str, Tally] = {}
+    for result in results:
+        if result.void:
+            continue
+        for side, name in result.names.items():
+            tallies.setdefault(name, Tally()).add(result, side)
+    return dict(sorted(tallies.items(), key=lambda item: -item[1].score))
+
+
+class _Forfeit(Exception):
+    """One or more sides forfeit the game (a list, since both bots can fail in the setup phase)."""
+
+    def __init__(self, side: Side, reason: str, detail: str) -> None:
+        super().__init__(f"{side} forfeits: {reason}: {detail}")
+        self.sides: dict[Side, tuple[str, str]] = {side: (reason, detail)}
+
+    @classmethod
+    def combine(cls, failures: Iterable[_Forfeit]) -> _Forfeit:
+        failures = list(failures)
+        combined = failures[0]
+        for other in failures[1:]:
+            combined.sides.update(other.sides)
+        return combined
+
+
+class _BadSetupAnswer(Exception):
+    """A getAISetupPiece answer that makes the setup illegal (an error or an unreadable rank)."""
+
+
+MoveObserver = Callable[[Game, MoveResult | None], Awaitable[None]]
+
+
+async def _all_or_forfeits(*steps: Awaitable[None]) -> None:
+    """Await the steps together; if any forfeits, raise one ``_Forfeit`` naming every side that did
+    (both bots can fail in the setup phase)."""
+    outcomes = await asyncio.gather(*steps, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException) and not isinstance(outcome, _Forfeit):
+            raise outcome
+    failures = [o for o in outcomes if isinstance(o, _Forfeit)]
+    if failures:
+        raise _Forfeit.combine(failures)
+
+
+def _error_detail(method: str, exc: errors.RpcError) -> str:
+    return f"{method} answered error {exc.code}: {exc.message}"
+
+
+def _setup_labels(placement: dict[Square, Rank]) -> dict[str, str]:
+    return {str(sq): rank.label for sq, rank in sorted(placement.items(), key=lambda i: (i[0].row, i[0].col))}
+
+
+def _safe_file_name(game_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", game_id)[:100] or "game"
+
+
+class _Greeter:
+    """The host's request handler for one connection: the only thing a bot may call is hello."""
+
+    def __init__(self, host: Host, peer: str) -> None:
+        self.host = host
+        self.peer = peer
+        self.endpoint: Endpoint | None = None
+        self.session: BotSession | None = None
+        self.answered = asyncio.Event()  # hello got an answer, welcome or refusal
+
+    async def handle_request(self, method: str, params: BaseModel) -> BaseModel:
+        assert isinstance(params, HelloParams) and self.endpoint is not None
+        if self.session is not None:
+            raise errors.OutOfOrder("hello was already said on this connection")
+        try:
+            if not protocol_compatible(params.protocol):
+                raise errors.UnsupportedVersion(
+                    f"protocol {params.protocol} is not supported; this host speaks {PROTOCOL_VERSION}"
+                )
+            tokens = self.host.settings.tokens
+            if tokens is not None and params.token not in tokens:
+                raise errors.AuthFailed("unknown token" if params.token else "this host needs a token")
+        except errors.RpcError:
+            self.answered.set()
+            raise
+        if params.resume_game is not None:
+            try:
+                resumed = await self.host._resume(params, self.endpoint)
+            except errors.ResumeRefused:
+                self.answered.set()
+                raise
+            if resumed is not None:
+                self.session, calls = resumed
+                log.info("host.resumed", peer=self.peer, bot=params.name, game=params.resume_game,
+                         session=self.session.id, calls=calls)
+                self.answered.set()
+                return HelloResult(host="perspecto-host", version=__version__, protocol=PROTOCOL_VERSION,
+                                   session=self.session.id, resumed=True, resume_calls=calls,
+                                   resume_key=self.session.resume_key)
+        features = frozenset(params.features or ())
+        self.session = BotSession(
+            id=uuid.uuid4().hex[:12], name=params.name, version=params.version, token=params.token,
+            endpoint=self.endpoint, features=features,
+            resume_key=secrets.token_urlsafe(32) if RESUME_FEATURE in features else None,
+        )
+        self.host._register(self.session)
+        log.info("host.hello", peer=self.peer, bot=params.name, version=params.version,
+                 session=self.session.id)
+        self.answered.set()
+        return HelloResult(host="perspecto-host", version=__version__, protocol=PROTOCOL_VERSION,
+                           session=self.session.id, resumed=False if params.resume_game is not None else None,
+                           resume_key=self.session.resume_key)
+
+    async def handle_notification(self, method: str, params: BaseModel) -> None:
+        if isinstance(params, GoodbyeParams) and self.endpoint is not None:
+            log.info("host.bot_goodbye", peer=self.peer, reason=params.reason)
+            if self.session is not None:
+                self.session.left = True  # a bot leaving in a game forfeits it: nobody waits for it
+                async with self.session.reattached:
+                    self.session.reattached.notify_all()  # a game waiting for it to resume stops waiting
+            await self.endpoint.close("the bot said goodbye")
+
+
+class Host:
+    def __init__(self, settings: HostSettings | None = None) -> None:
+        self.settings = settings or HostSettings()
+        self.sessions: dict[str, BotSession] = {}
+        self.results: list[GameResult] = []
+        self._server: asyncio.Server | None = None
+        self._changed = asyncio.Condition()  # a bot arrived, left or became free
+        self._game_numbers = itertools.count(1)
+        self._run_id = uuid.uuid4().hex[:6]
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._mqtt: MqttHostListener | None = None
+        self._live: dict[str, _Referee] = {}  # games in progress, by game id (for resuming bots)
+        self._stopping = False  # stop_pairing was called: no new games
+        if self.settings.ruleset not in RULESETS:
+            raise ValueError(f"unknown ruleset {self.settings.ruleset!r} (known: {', '.join(RULESETS)})")
+
+    # --- connections ----------------------------------------------------------------------------------
+
+    async def start(self) -> int:
+        """Listen (on TCP, and on MQTT when configured); returns the TCP port (useful with port 0)."""
+        self._server = await serve(self.settings.host, self.settings.port, self._serve_connection)
+        log.info("host.listening", host=self.settings.host, port=self.port)
+        if self.settings.mqtt is not None:
+            self._mqtt = MqttHostListener(self.settings.mqtt, self._serve_connection)
+            try:
+                await self._mqtt.start()
+            except BaseException:
+                self._server.close()
+                raise
+        return self.port
+
+    @property
+    def mqtt_address(self) -> str | None:
+        """The broker URL and host id bots reach this host at (no password), if it serves MQTT."""
+        return self._mqtt.address if self._mqtt is not None else None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "the host is not started"
+        return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def run_id(self) -> str:
+        """This host's run: the first part of its game ids."""
+        return self._run_id
+
+    async def close(self, reason: str = "the host is shutting down", *, linger: float = 0.0) -> None:
+        """Say goodbye to every bot and stop serving. ``linger``: seconds to let the bots hang up first, so
+        that a bot still busy with a call reads the goodbye instead of finding its connection gone (and
+        retrying a host that has left)."""
+        if self._server is not None:
+            self._server.close()
+        sessions = list(self.sessions.values())
+        for session in sessions:
+            await session.goodbye(reason)
+        if linger > 0 and sessions:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(linger):
+                    await asyncio.gather(*(s.endpoint.wait_closed() for s in sessions))
+        for session in sessions:
+            await session.endpoint.close(reason)
+        for task in list(self._tasks):
+            task.cancel()
+        if self._mqtt is not None:
+            await self._mqtt.close()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(2.0):
+                    await self._server.wait_closed()
+
+    async def _serve_connection(self, channel: Channel) -> None:
+        greeter = _Greeter(self, channel.peer)
+        endpoint = Endpoint(channel, host_codec(max_line=self.settings.max_line), greeter)
+        greeter.endpoint = endpoint
+        serving = asyncio.create_task(endpoint.run())
+        try:
+            # Wait for hello, but not for a peer that has already gone.
+            answered = asyncio.create_task(greeter.answered.wait())
+            gone = asyncio.create_task(endpoint.wait_closed())
+            await asyncio.wait({answered, gone}, timeout=self.settings.hello_timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+            answered.cancel()
+            gone.cancel()
+            if not greeter.answered.is_set() and not endpoint.closed:
+                log.warning("host.no_hello", peer=channel.peer)
+                await endpoint.close("no hello in time")
+            if greeter.session is None and not endpoint.closed:
+                # Refused: let the error reach the bot, then hang up.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await endpoint.wait_closed()
+                await endpoint.close("hello refused")
+            await serving
+        finally:
+            # A session that a resumed connection took over lives on without this one.
+            if greeter.session is not None and greeter.session.endpoint is endpoint:
+                await self._unregister(greeter.session)
+
+    async def _resume(self, params: HelloParams, endpoint: Endpoint) -> tuple[BotSession, int] | None:
+        """Attach a resuming bot's new connection to its game, if that game is still waiting for it."""
+        assert params.resume_game is not None
+        referee = self._live.get(params.resume_game)
+        if referee is None:
+            log.info("host.resume_unknown_game", bot=params.name, game=params.resume_game)
+            return None
+        resumed = await referee.reattach(params, endpoint)
+        if resumed is not None:
+            self.sessions[resumed[0].id] = resumed[0]
+            self._spawn(self._notify_change())
+        return resumed
+
+    def _register(self, session: BotSession) -> None:
+        self.sessions[session.id] = session
+        self._spawn(self._notify_change())
+
+    async def _unregister(self, session: BotSession) -> None:
+        self.sessions.pop(session.id, None)
+        log.info("host.bot_left", bot=session.name, session=session.id, reason=session.endpoint.close_reason)
+        await self._notify_change()
+
+    async def _notify_change(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def wait_for_bot(self, *, token: str | None = None, timeout: float | None = None) -> BotSession:
+        """Claim a free bot (the one with ``token``, if given), waiting for it to connect."""
+
+        def pick() -> BotSession | None:
+            for session in sorted(self.sessions.values(), key=lambda s: s.arrived):
+                if session.alive and not session.busy and (token is None or session.token == token):
+                    return session
+            return None
+
+        async with asyncio.timeout(timeout), self._changed:
+            session = await self._changed.wait_for(pick)
+            assert session is not None  # wait_for returns once pick() finds one
+            session.busy = True
+            return session
+
+    def release(self, session: BotSession) -> None:
+        session.busy = False
+        self._spawn(self._notify_change())
+
+    # --- stopping ------------------------------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    def stop_pairing(self) -> None:
+        """Start no new game: ``serve_lobby`` returns once the games it is playing are over."""
+        self._stopping = True
+        log.info("host.stop_pairing", games_in_progress=len(self._live))
+        self._spawn(self._notify_change())
+
+    async def adjourn_games(self, detail: str) -> None:
+        """Stop every game in progress where it stands: each ends as ``adjourned`` (recorded with its moves
+        so far, scored for nobody) and its ``play_game`` returns."""
+        referees = list(self._live.values())
+        for referee in referees:
+            referee.adjourn(detail)
+        await asyncio.gather(*(referee.wait_over() for referee in referees))
+
+    # --- the lobby: pairs whatever bots connect ----------------------------------------------------------
+
+    async def serve_lobby(
+        self,
+        *,
+        games_per_pairing: int = 2,
+        max_games: int | None = None,
+        on_result: Callable[[GameResult], None] | None = None,
+    ) -> list[GameResult]:
+        """Pair free bots (those that met least often first), play ``games_per_pairing`` games with
+        colours alternating, then free them again; stop after ``max_games`` games, or once ``stop_pairing``
+        is called and the games under way are over. A void game (a bot said goodbye before it started) is
+        not a result: ``on_result`` does not see it."""
+        met: Counter[frozenset[str]] = Counter()
+        started = 0
+        pairings: set[asyncio.Task[None]] = set()
+
+        def playing(session: BotSession) -> bool:
+            return session.alive and not session.left
+
+        async def pairing(a: BotSession, b: BotSession, games: int) -> None:
+            try:
+                for i in range(games):
+                    if self._stopping or not (playing(a) and playing(b)):
+                        break
+                    red, blue = (a, b) if i % 2 == 0 else (b, a)
+                    result = await self.play_game(red, blue)
+                    if on_result is not None and not result.void:
+                        on_result(result)
+            finally:
+                self.release(a)
+                self.release(b)
+
+        try:
+            while (max_games is None or started < max_games) and not self._stopping:
+                async with self._changed:
+                    pair = await self._changed.wait_for(lambda: self._stopping or self._pick_pair(met))
+                    if self._stopping:
+                        break
+                    assert isinstance(pair, tuple)
+                    a, b = pair
+                    a.busy = b.busy = True
+                games = games_per_pairing
+                if max_games is not None:
+                    games = min(games, max_games - started)
+                started += games
+                met[frozenset((a.name + a.id, b.name + b.id))] += 1
+                task = asyncio.create_task(pairing(a, b, games))
+                pairings.add(task)
+                task.add_done_callback(pairings.discard)
+            if pairings:
+                await asyncio.gather(*pairings)
+        finally:
+            for task in pairings:
+                task.cancel()
+        return self.results
+
+    def _pick_pair(self, met: Counter[frozenset[str]]) -> tuple[BotSession, BotSession] | None:
+        free = sorted((s for s in self.sessions.values() if s.alive and not s.busy and not s.left),
+                      key=lambda s: s.arrived)
+        if len(free) < 2:
+            return None
+        return min(
+            itertools.combinations(free, 2),
+            key=lambda pair: met[frozenset((pair[0].name + pair[0].id, pair[1].name + pair[1].id))],
+        )
+
+    # --- one game ----------------------------------------------------------------------------------------
+
+    def next_game_id(self) -> str:
+        return f"{self._run_id}-{next(self._game_numbers):04d}"
+
+    async def play_game(
+        self,
+        red: BotSession,
+        blue: BotSession,
+        *,
+        game_id: str | None = None,
+        on_move: MoveObserver | None = None,
+    ) -> GameResult:
+        game_id = game_id or self.next_game_id()
+        referee = _Referee(self, game_id, {Side.RED: red, Side.BLUE: blue}, on_move)
+        result = await referee.run()
+        if result.void:
+            log.info("host.game_void", game=game_id, red=red.name, blue=blue.name, detail=result.detail)
+            return result
+        self.results.append(result)
+        log.info("host.game_over", game=game_id, red=red.name, blue=blue.name, winner=str(result.winner),
+                 reason=result.reason, plies=result.plies, detail=result.detail)
+        return result
+
+
+class _Referee:
+    """One game between two sessions."""
+
+    def __init__(
+        self, host: Host, game_id: str, players: dict[Side, BotSession], on_move: MoveObserver | None
+    ) -> None:
+        self.host = host
+        self.settings = host.settings
+        self.rules = host.settings.rules()
+        self.game_id = game_id
+        self.players = players
+        self.on_move = on_move
+        self.setups: dict[Side, dict[Square, Rank]] = {Side.RED: {}, Side.BLUE: {}}
+        self.think = {Side.RED: 0.0, Side.BLUE: 0.0}
+        self.game: Game | None = None
+        # For resuming bots: the calls of this game each bot has answered, the call on its way to it, what
+        # is left of its allowance for coming back, and the seconds spent waiting for it (outages, resumes),
+        # which are nobody's thinking time.
+        self.answered = {Side.RED: 0, Side.BLUE: 0}
+        self.in_flight: dict[Side, str | None] = {Side.RED: None, Side.BLUE: None}
+        self.resume_left = {side: self.settings.resume_grace for side in (Side.RED, Side.BLUE)}
+        self.resume_refused: dict[Side, str] = {}
+        self.waited = {Side.RED: 0.0, Side.BLUE: 0.0}
+        self.decided = False  # the game is over: a bot coming back to it is told it is not resumed
+        self._playing: asyncio.Task[None] | None = None  # the game's calls, cancelled to adjourn it
+        self._adjourned: str | None = None  # why the host adjourned the game, once it has
+        self._over = asyncio.Event()  # run() has returned
+        self.record = GameRecord(
+            ruleset=self.rules.ruleset.name,
+            options=self.settings.record_options(),
+            red=RecordedPlayer(players[Side.RED].name, {}),
+            blue=RecordedPlayer(players[Side.BLUE].name, {}),
+            game_id=game_id,
+            started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+
+    async def run(self) -> GameResult:
+        self.host._live[self.game_id] = self
+        try:
+            return await self._run()
+        finally:
+            self.host._live.pop(self.game_id, None)
+            self._over.set()
+
+    def adjourn(self, detail: str) -> None:
+        """Stop the game where it stands (the host is shutting down): it ends as ``adjourned``."""
+        if self._adjourned is None and not self.decided:
+            self._adjourned = detail
+            if self._playing is not None:
+                self._playing.cancel()
+
+    async def wait_over(self) -> None:
+        await self._over.wait()
+
+    async def _play(self) -> None:
+        await self._both(self._set_up)
+        await self._both(self._announce_opponent_setup)
+        self.game = Game(self.rules, self.setups[Side.RED], self.setups[Side.BLUE])
+        if self.on_move is not None:
+            await self.on_move(self.game, None)
+        while self.game.result is None:
+            await self._turn(self.game)
+
+    async def _run(self) -> GameResult:
+        started = time.monotonic()
+        forfeits: dict[Side, tuple[str, str]] = {}
+        self._playing = asyncio.ensure_future(self._play())
+        if self._adjourned is not None:  # adjourned before it began
+            self._playing.cancel()
+        try:
+            await self._playing
+        except _Forfeit as forfeit:
+            forfeits = forfeit.sides
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if self._adjourned is None or (current is not None and current.cancelling()):
+                raise  # not adjourn(): this task itself is being cancelled
+        self.decided = True
+        plies = self.game.ply if self.game is not None else 0
+        left = [side for side in forfeits if self.players[side].left]
+        if self._playing.cancelled():
+            winner, reason, detail, forfeits = None, ADJOURNED, self._adjourned, {}
+        elif forfeits and self.game is None and len(left) == len(forfeits):
+            # Gone before the board was set up: that bot said goodbye to the host, not to this game.
+            gone = " and ".join(f"{self.players[side].name} ({side})" for side in left)
+            winner, reason, detail, forfeits = None, VOID, f"the game never started: {gone} said goodbye", {}
+        elif forfeits:
+            winner = None if len(forfeits) == 2 else next(iter(forfeits)).other
+            reason, detail = forfeits.get(Side.RED) or forfeits[Side.BLUE]
+            if len(forfeits) == 2:
+                detail = "; ".join(f"{side}: {d}" for side, (_r, d) in forfeits.items())
+        else:
+            assert self.game is not None and self.game.result is not None
+            winner, reason, detail = self.game.result.winner, self.game.result.reason, None
+        result = GameResult(
+            game_id=self.game_id, names={s: p.name for s, p in self.players.items()}, winner=winner,
+            reason=reason, plies=plies, forfeits=frozenset(forfeits), detail=detail,
+            seconds=time.monotonic() - started, think_seconds=dict(self.think),
+        )
+        await self._announce_end(result)  # the bot still here must hear of a void game too: it was set up
+        if not result.void:
+            self._finish_record(result)
+        return result
+
+    async def _both(self, step: Callable[[Side], Awaitable[None]]) -> None:
+        """Run a step for both sides at once."""
+        await _all_or_forfeits(step(Side.RED), step(Side.BLUE))
+
+    # --- calls, with every failure turned into the right forfeit ------------------------------------------
+
+    async def _request(
+        self, side: Side, method: str, params: BaseModel, timeout: float | None = None
+    ) -> BaseModel:
+        """Raises the protocol's errors as they are; the callers decide what each costs. The clock stops
+        while the bot is out of reach through no fault of its own (a broker outage); a bot that can resume
+        gets the same call again on its new connection."""
+        timeout = timeout or self.settings.call_timeout
+        self.in_flight[side] = method
+        try:
+            while True:
+                endpoint = self.players[side].endpoint
+                outage_before = outage_seconds(endpoint.channel)
+                try:
+                    answer = await call_pausing_outages(endpoint, method, params, timeout)
+                except errors.CallTimeout:
+                    raise _Forfeit(side, "forfeit_timeout", f"no answer to {method} within {timeout:g} s") from None
+                except errors.ConnectionClosed as exc:
+                    if await self._resumed(side, endpoint):
+                        continue
+                    detail = f"connection lost during {method}: {exc}"
+                    why = close_reason(endpoint.channel)  # MQTT: what ended the stream
+                    if why:
+                        detail += f" ({why})"
+                    if side in self.resume_refused:
+                        detail += f"; resume refused: {self.resume_refused[side]}"
+                    elif self.settings.resume_grace > 0 and self.players[side].resumable:
+                        # _resumed waited for it in vain
+                        detail += f"; it did not come back within the resume grace of {self.settings.resume_grace:g} s"
+                    raise _Forfeit(side, "forfeit_crash", detail) from None
+                except (errors.RpcError, errors.BadResult):
+                    self.answered[side] += 1  # an answer all the same: the bot handled the call
+                    raise
+                finally:
+                    self.waited[side] += outage_seconds(endpoint.channel) - outage_before
+                self.answered[side] += 1
+                return answer
+        finally:
+            self.in_flight[side] = None
+
+    async def _resumed(self, side: Side, failed: Endpoint) -> bool:
+        """The bot's connection failed: wait (up to what is left of its allowance) for it to come back with
+        ``hello resumeGame``; True once its new connection is attached."""
+        session = self.players[side]
+        if self.settings.resume_grace <= 0 or not session.resumable:
+            return False
+
+        def back() -> bool:
+            return (session.endpoint is not failed and session.alive) or side in self.resume_refused \
+                or session.left
+
+        # Over MQTT the bot may have been out of reach for a while before its stream ended: that counts.
+        already = current_outage(failed.channel)
+        self.resume_left[side] -= already
+        started = time.monotonic()
+        log.info("host.waiting_for_resume", game=self.game_id, bot=session.name, side=str(side),
+                 seconds_left=round(self.resume_left[side], 3), out_of_reach=round(already, 3))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(self.resume_left[side], 0.0)), session.reattached:
+                await session.reattached.wait_for(back)
+        waited = time.monotonic() - started
+        self.resume_left[side] -= waited
+        self.waited[side] += waited
+        resumed = session.endpoint is not failed and session.alive and side not in self.resume_refused
+        log.info("host.resume_wait_over", game=self.game_id, bot=session.name, resumed=resumed,
+                 waited=round(waited, 3))
+        return resumed
+
+    def _seat_of(self, params: HelloParams) -> Side | None:
+        """The side whose session this hello may take over: the same name and token, and its resume key.
+        The key tells apart even a bot playing itself; every seat is compared, in constant time."""
+        presented = (params.resume_key or "").encode()
+        found = None
+        for side, session in self.players.items():
+            key = (session.resume_key or "").encode()
+            fits = secrets.compare_digest(key, presented)
+            if fits and session.resume_key is not None and session.name == params.name \
+                    and session.token == params.token:
+                found = side
+        return found
+
+    async def reattach(self, params: HelloParams, endpoint: Endpoint) -> tuple[BotSession, int] | None:
+        """A bot of this game says hello again with ``resumeGame``: give its side the new connection, if it
+        presents that side's resume key and its count of handled calls fits ours (the same, or one more when
+        a call was on its way). Without the key it is not that bot: ResumeRefused to that connection alone,
+        and nothing here changes."""
+        side = self._seat_of(params)
+        if side is None:
+            log.warning("host.resume_key_refused", game=self.game_id, bot=params.name,
+                        peer=endpoint.channel.peer)
+            raise errors.ResumeRefused(f"resume refused: no seat in game {self.game_id} has this name and "
+                                       "resume key")
+        session = self.players[side]
+        if not session.resumable or self.decided:
+            return None
+        answered, calls = self.answered[side], params.resume_calls
+        if not (calls == answered or (calls == answered + 1 and self.in_flight[side] is not None)):
+            self.resume_refused[side] = f"the bot handled {calls} calls of the game, the host saw {answered} answered"
+            log.warning("host.resume_refused", game=self.game_id, bot=session.name,
+                        detail=self.resume_refused[side])
+            async with session.reattached:
+                session.reattached.notify_all()
+            await session.endpoint.close("resume refused")
+            return None
+        old, session.endpoint = session.endpoint, endpoint
+        if not old.closed:
+            # The bot is back before we noticed it had gone (a half-open TCP connection, say).
+            self.host._spawn(old.close("replaced by the bot's resumed connection"))
+        async with session.reattached:
+            session.reattached.notify_all()
+        return session, answered
+
+    async def _call(self, side: Side, method: str, params: BaseModel) -> BaseModel:
+        """A call the game cannot go on without: any failure forfeits ``side``."""
+        try:
+            return await self._request(side, method, params)
+        except errors.BadResult as exc:
+            raise _Forfeit(side, "forfeit_crash", str(exc)) from None
+        except errors.RpcError as exc:
+            raise _Forfeit(side, "forfeit_error", _error_detail(method, exc)) from None
+
+    async def _inform(self, side: Side, method: str, params: BaseModel) -> None:
+        """A call that only informs the bot: an error answer is logged (the host is the authority on the
+        game), but silence or a lost connection still forfeits."""
+        try:
+            await self._request(side, method, params)
+        except (errors.RpcError, errors.BadResult) as exc:
+            log.warning("host.bot_disputes", game=self.game_id, bot=self.players[side].name, side=str(side),
+                        method=method, detail=str(exc))
+
+    # --- setup ---------------------------------------------------------------------------------------------
+
+    def _option_params(self, side: Side) -> list[SetGameOptionParams]:
+        values: list[tuple[str, Any]] = [
+            ("gameId", self.game_id), ("colour", str(side)), ("opponent", self.players[side.other].name),
+            *self.settings.wire_options(),
+        ]
+        return [SetGameOptionParams.model_validate({"option": o, "value": v}) for o, v in values]
+
+    async def _set_up(self, side: Side) -> None:
+        for params in self._option_params(side):
+            await self._inform(side, "setGameOption", params)
+        problem = ""
+        for attempt in (1, 2):
+            await self._call(side, "createAISetup", CreateAISetupParams())
+            try:
+                placement = await self._read_setup(side)
+                self.rules.ruleset.validate_setup(side, placement)
+            except (_BadSetupAnswer, SetupError) as exc:
+                problem = str(exc)
+                log.warning("host.illegal_setup", game=self.game_id, bot=self.players[side].name,
+                            attempt=attempt, problem=problem)
+                if attempt == 1:
+                    rejection = IllegalSetupParams(reason=problem, attempts_left=1)
+                    await self._call(side, "illegalSetup", rejection)
+                continue
+            self.setups[side] = placement
+            return
+        raise _Forfeit(side, "forfeit_illegal_setup", problem)
+
+    async def _read_setup(self, side: Side) -> dict[Square, Rank]:
+        ruleset = self.rules.ruleset
+        placement: dict[Square, Rank] = {}
+        for square in ruleset.setup_squares(side):
+            if ruleset.is_lake(square):
+                continue
+            try:
+                answer = await self._request(side, "getAISetupPiece", GetAISetupPieceParams(square=square))
+            except (errors.RpcError, errors.BadResult) as exc:
+                raise _BadSetupAnswer(f"{square}: {exc}") from None
+            assert isinstance(answer, GetAISetupPieceResult)
+            if answer.rank is not None:
+                placement[square] = answer.rank
+        return placement
+
+    async def _announce_opponent_setup(self, side: Side) -> None:
+        for square in sorted(self.setups[side.other], key=lambda sq: (sq.row, sq.col)):
+            await self._inform(side, "setOpponentSetupPiece", SetOpponentSetupPieceParams(square=square))
+
+    # --- moves ---------------------------------------------------------------------------------------------
+
+    async def _turn(self, game: Game) -> None:
+        side = game.side_to_move
+        limit = self.settings.move_time_max + self.settings.grace
+        asked, waited = time.monotonic(), self.waited[side]
+        try:
+            answer = await self._request(side, "getAIMove", GetAIMoveParams(ply=game.ply), timeout=limit)
+        except errors.BadResult as exc:  # not even a move on the board
+            raise _Forfeit(side, "forfeit_illegal_move", str(exc)) from None
+        except errors.RpcError as exc:
+            raise _Forfeit(side, "forfeit_error", _error_detail("getAIMove", exc)) from None
+        finally:
+            self.think[side] += time.monotonic() - asked - (self.waited[side] - waited)
+        assert isinstance(answer, MoveModel)
+        move = Move(answer.frm, answer.to)
+        try:
+            played = game.play(move)
+        except IllegalMove as exc:
+            raise _Forfeit(side, "forfeit_illegal_move", str(exc)) from None
+        self.record.moves.append(RecordedMove(
+            side=str(side), move=str(move), outcome=played.outcome,
+            attacker=played.attacker.label if played.attacker is not None else None,
+            defender=played.defender.label if played.defender is not None else None,
+        ))
+        report = MoveReport.of(move.frm, move.to, played.attacker, played.defender, played.outcome)
+        await _all_or_forfeits(
+            self._inform(side, "submitAIMoveResult", report),
+            self._inform(side.other, "submitOpponentMove", report),
+        )
+        if self.on_move is not None:
+            await self.on_move(game, played)
+
+    # --- the end -------------------------------------------------------------------------------------------
+
+    async def _announce_end(self, result: GameResult) -> None:
+        params = GameOverParams(
+            game_id=self.game_id, winner=result.winner, reason=result.reason, plies=result.plies,
+            red_score=result.score(Side.RED), blue_score=result.score(Side.BLUE),
+            red_setup=self.setups[Side.RED], blue_setup=self.setups[Side.BLUE], detail=result.detail,
+        )
+        for session in self.players.values():
+            with contextlib.suppress(errors.ProtocolError):
+                await session.endpoint.notify("gameOver", params)
+
+    def _finish_record(self, result: GameResult) -> None:
+        self.record.red.setup = _setup_labels(self.setups[Side.RED])
+        self.record.blue.setup = _setup_labels(self.setups[Side.BLUE])
+        self.record.result = {
+            "winner": str(result.winner) if result.winner is not None else None,
+            "reason": result.reason, "plies": result.plies,
+            "forfeits": sorted(str(s) for s in result.forfeits),
+            "scores": {"red": result.score(Side.RED), "blue": result.score(Side.BLUE)},
+            **({"detail": result.detail} if result.detail else {}),
+        }
+        result.record = self.record
+        records_dir = self.settings.records_dir
+        if records_dir is not None:
+            records_dir.mkdir(parents=True, exist_ok=True)
+            path = records_dir / f"{_safe_file_name(self.game_id)}.json"
+            self.record.save(path)
+            result.record_path = path

@@ -1,0 +1,363 @@
+"""The engine facade: the one object the bot talks to.
+
+``Engine(settings)`` plays one side of a game as the bot sees it (its own pieces, the opponent's with
+what is known of each). ``start_game`` before the first move, ``observe`` after every real move (the
+move analysis of the psychological model), ``choose_move`` for a move with its reasons. The search
+runs without the GIL, so the daemon's event loop keeps answering while the engine thinks.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from engine_ext.engine.evaluation import random_key
+from engine_ext.engine.psychology import MoveAnalysis, Psychology
+from engine_ext.engine.raiders import searched_position
+from engine_ext.engine.search import SearchRunner
+from engine_ext.engine.settings import (
+    BUILTIN_ENGINE_SETTINGS,
+    EngineSettings,
+    builtin_settings,
+    deep_merge,
+    search_params,
+    strategic_params,
+)
+from engine_ext.rules.game import Game, MoveResult
+from engine_ext.rules.notation import Move, Square
+from engine_ext.rules.pieces import Rank, Side
+
+# Seconds kept between the abort deadline and the caller's hard deadline: building the answer.
+_ANSWER_MARGIN = 0.02
+_STOP_POLL = 0.005
+_ALGORITHM_NAMES = {"minimax": "minimax", "expectiminimax": "expectiminimax", "pemm": "p-e-minimax"}
+_OUTCOME_NAMES = ("win", "lose", "both fall", "passive")
+_LIMIT_NAMES = {"depth": "the full depth", "nodes": "the node budget", "time": "the clock", "stop": "a stop request"}
+# The deepest search the compiled search allows (search.pxd MAX_DEPTH; EngineSettings.max_depth's bound).
+MAX_SEARCH_DEPTH = 24
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    move: Move
+    value: float  # the chosen move's value over the passive move, plus its strategic score
+    depth: int  # plies of the last complete search iteration (0: none finished)
+    nodes: int
+    elapsed: float  # seconds
+    reasons: tuple[str, ...]
+    # What ended the search: "depth" (the deepest iteration asked for), "nodes" (the node budget),
+    # "time" (a deadline), "stop"; "" when nothing was searched (the random mover, a single legal move).
+    limit: str = ""
+
+
+def initial_counts(game: Game) -> list[int]:
+    """Pieces of each rank code (0..12) a side starts with under the game's ruleset."""
+    pieces = game.options.ruleset.pieces
+    return [int(pieces.get(Rank(code), 0)) for code in range(13)]
+
+
+class Engine:
+    def __init__(self, settings: EngineSettings | str | None = None) -> None:
+        if settings is None:
+            settings = builtin_settings("perspecto")
+        elif isinstance(settings, str):
+            settings = builtin_settings(settings)
+        self.settings = settings
+        self._rng = random.Random(settings.seed)
+        self.psychology = Psychology(settings.fear, self._rng)
+        # What was learnt per opponent name: (estOppFear, ownFear's bluff scale).
+        self._learnt: dict[str, tuple[float, float]] = {}
+        self._side: Side | None = None
+        self._opponent = ""
+        self._seen = 0  # history entries the move analysis has looked at
+        self.last_analysis: list[MoveAnalysis] = []
+
+    @property
+    def name(self) -> str:
+        return self.settings.engine
+
+    # The psychological variables the daemon keeps per opponent ------------------------------------
+
+    @property
+    def est_opp_fear(self) -> float:
+        return self.psychology.est_opp_fear
+
+    @est_opp_fear.setter
+    def est_opp_fear(self, value: float) -> None:
+        self.psychology.est_opp_fear = value
+        self._remember()
+
+    @property
+    def own_fear(self) -> float:
+        return self.psychology.own_fear
+
+    @property
+    def own_fear_scale(self) -> float:
+        """ownFear's bluff scale (engine_ext/engine/psychology.py); kept per opponent like estOppFear."""
+        return self.psychology.own_fear_scale
+
+    @own_fear_scale.setter
+    def own_fear_scale(self, value: float) -> None:
+        self.psychology.own_fear_scale = value
+        self._remember()
+
+    def _remember(self) -> None:
+        # Kept under the opponent's name ("" before a game names one), so values the bot primes
+        # from its store before the first move are what start_game begins from.
+        self._learnt[self._opponent] = (self.psychology.est_opp_fear, self.psychology.own_fear_scale)
+
+    # The game ------------------------------------------------------------------------------------
+
+    def start_game(self, game: Game, side: Side, opponent: str = "") -> None:
+        """A new game: ``side`` is ours. estOppFear starts from what this engine learnt about the same
+        opponent in an earlier game (10.3.3), else from the configured start value."""
+        self._side = Side(side)
+        self._opponent = opponent
+        fear, scale = self._learnt.get(opponent, (None, None))
+        self.psychology.start_game(fear, scale)
+        self._seen = len(game.history)
+
+    def observe(self, game: Game, result: MoveResult | None = None) -> None:
+        """Call after every real move (both sides'): runs the move analysis on every move of
+        ``game.history`` not looked at yet. ``result`` is the latest entry (accepted for the
+        bot's convenience; the history is what counts)."""
+        if self._side is None:
+            # Which side is ours is known from start_game or the first choose_move; until then
+            # there is nothing to analyse against.
+            self._seen = len(game.history)
+            return
+        self._catch_up(game)
+
+    def _catch_up(self, game: Game) -> None:
+        history = game.history
+        if self._seen > len(history):  # a different game: start looking from here
+            self._seen = len(history)
+        if self._seen == len(history) or not self.settings.psychology:
+            self._seen = len(history)
+            return
+        assert self._side is not None
+        for index in range(self._seen, len(history)):
+            before = game.position.copy()
+            for _ in range(len(history) - index):
+                before.unmake()
+            entry = history[index]
+            code = game.code_of(entry.move)
+            self.last_analysis.append(self.psychology.analyze(before, code, int(self._side),
+                                                              (entry.attacker, entry.defender)))
+        del self.last_analysis[:-8]
+        self._seen = len(history)
+        self._remember()
+
+    def choose_move(
+        self,
+        game: Game,
+        soft_deadline: float,
+        hard_deadline: float,
+        stop: threading.Event | None = None,
+        *,
+        nodes: int | None = None,
+        depth: int | None = None,
+    ) -> EngineChoice:
+        """A legal move for ``game.side_to_move`` (which becomes our side if ``start_game`` was not
+        called). Aims to answer by ``soft_deadline`` (time.monotonic()), never runs past
+        ``hard_deadline``, and stops early when ``stop`` is set.
+
+        Limits that do not depend on the machine (the strength lab, docs/lab.md): ``nodes`` is a node
+        budget for this move (the search then runs one thread, and the answer is the last iteration
+        that stays within it); ``depth`` searches to exactly that many plies, in place of the settings'
+        ``max_depth``. The deadlines stay a safety net: with deadlines that do not bind, the same
+        seed and limits give the same move on any machine (``EngineChoice.limit`` says which bound)."""
+        if nodes is not None and nodes < 1:
+            raise ValueError(f"the node budget must be at least 1, not {nodes}")
+        if depth is not None and not 1 <= depth <= MAX_SEARCH_DEPTH:
+            raise ValueError(f"the search depth must be 1..{MAX_SEARCH_DEPTH}, not {depth}")
+        start = time.monotonic()
+        side = game.side_to_move
+        if self._side != side:
+            self.start_game(game, side, self._opponent)
+        self._catch_up(game)
+        legal = game.sendable_codes()  # legal under both readings of a repeated position
+        if not legal:
+            raise ValueError("no legal move: the game is over")
+        if self.settings.engine == "random":
+            code = self._rng.choice(legal)
+            return EngineChoice(game.move_of(code), 0.0, 0, 0, time.monotonic() - start,
+                                (f"random mover: one of {len(legal)} legal moves",))
+        if self.settings.fear.own_fear_redraw == "move":
+            self.psychology.redraw_own_fear()
+        if len(legal) == 1:
+            return EngineChoice(game.move_of(legal[0]), 0.0, 0, 0, time.monotonic() - start,
+                                ("the only legal move",))
+        return self._search(game, legal, start, soft_deadline, hard_deadline, stop, nodes, depth)
+
+    # The search ----------------------------------------------------------------------------------
+
+    def _search(self, game: Game, legal: list[int], start: float, soft_deadline: float,
+                hard_deadline: float, stop: threading.Event | None, nodes: int | None,
+                depth: int | None) -> EngineChoice:
+        settings = self.settings
+        psy = self.psychology
+        seed = settings.seed if settings.seed is not None else 0
+        params = search_params(
+            settings, own_fear=psy.own_fear, est_opp_fear=psy.est_opp_fear, est_own_fear=psy.est_own_fear,
+            random_key=random_key(seed, game.ply), two_squares=game.options.two_squares or 0, max_depth=depth,
+        )
+        counts = initial_counts(game)
+        # Not in the thesis: unseen pieces at our flag's door are searched as miners (engine_ext/engine/raiders.py).
+        position, suspects = searched_position(game.position, int(game.side_to_move), settings.raider_radius,
+                                               counts[Rank.MINER])
+        # A node budget searches on one thread (engine_ext/engine/search.pyx says why): no copies for the others.
+        runner = SearchRunner(position, int(game.side_to_move), counts, params,
+                              threads=1 if nodes is not None else None)
+        strategic = [0.0] * len(legal)
+        if settings.engine == "perspecto" and settings.strategic:
+            strategic = runner.strategic(legal, strategic_params(settings, runner.opponent_movers()))
+        soft = start + max(0.0, soft_deadline - start) * settings.time_use
+        abort = max(start, hard_deadline - _ANSWER_MARGIN)
+        soft = min(soft, abort)
+        done = threading.Event()
+        watcher = None
+        if stop is not None:
+            if stop.is_set():
+                runner.request_stop()
+            watcher = threading.Thread(target=_watch_stop, args=(stop, done, runner.request_stop),
+                                       name="perspecto-stop-watch", daemon=True)
+            watcher.start()
+        try:
+            result = runner.run(legal, soft, abort, nodes)
+        finally:
+            done.set()
+            if watcher is not None:
+                watcher.join()
+        values: list[float] = result["values"] or [0.0] * len(legal)
+        weight = params.strategic_weight
+        totals = [v + weight * s for v, s in zip(values, strategic, strict=True)]
+        order = sorted(range(len(legal)), key=lambda i: (-totals[i], i))
+        best = order[0]
+        elapsed = time.monotonic() - start
+        reasons = self._reasons(game, runner, legal, result, values, strategic, totals, order, elapsed)
+        if suspects:
+            squares = ", ".join(str(Square(*position.coords(position.piece(pid)[0]))) for pid in suspects)
+            reasons.insert(1, f"searched as miners at our flag's door: the unseen pieces on {squares}")
+        return EngineChoice(game.move_of(legal[best]), totals[best], result["depth"], result["nodes"],
+                            elapsed, tuple(reasons), result["limit"])
+
+    def _reasons(self, game: Game, runner: SearchRunner, legal: list[int], result: dict[str, Any],
+                 values: list[float], strategic: list[float], totals: list[float], order: list[int],
+                 elapsed: float) -> list[str]:
+        settings = self.settings
+        best = order[0]
+        move = game.move_of(legal[best])
+        algorithm = _ALGORITHM_NAMES.get("pemm" if settings.engine == "perspecto" else settings.engine, "")
+        depth = result["depth"]
+        shape = "variable depth" if settings.variable_depth else "fixed depth"
+        area = "global" if settings.local_radius < 0 else f"local radius {settings.local_radius}"
+        reasons = []
+        if depth == 0:
+            reasons.append(f"{algorithm}: no search iteration finished in time; "
+                           f"{'strategic score decides' if any(strategic) else 'first legal move'}")
+        else:
+            reasons.append(f"{algorithm} to ply {depth} ({shape}, {area}): {move} is worth "
+                           f"{values[best]:+.2f} over the passive move")
+        outcomes = runner.root_outcomes(legal[best])
+        if outcomes is not None:
+            mine, theirs = outcomes
+            text = ", ".join(f"{name} {p:.2f}" for name, p in zip(_OUTCOME_NAMES, mine, strict=True) if p > 0)
+            reasons.append(f"attack, our view: {text}; their view: win {theirs[0]:.2f}")
+        if any(strategic):
+            reasons.append(f"strategic score {strategic[best]:+.2f} (weight {settings.strategic_weight:g})")
+        if len(order) > 1:
+            second = order[1]
+            reasons.append(f"next best {game.move_of(legal[second])} at {totals[second]:+.2f} "
+                           f"(chosen {totals[best]:+.2f})")
+        if settings.psychology:
+            psy = self.psychology
+            reasons.append(f"ownFear {psy.own_fear:.2f} (bluff scale {psy.own_fear_scale:.2f}), "
+                           f"estOppFear {psy.est_opp_fear:.2f}, estOwnFear {psy.est_own_fear:.2f}")
+        stopped = " (stopped early)" if result["aborted"] else ""
+        reasons.append(f"{result['nodes']} nodes in {elapsed:.3f} s{stopped}, "
+                       f"ended by {_LIMIT_NAMES[result['limit']]}")
+        return reasons
+
+
+def _watch_stop(stop: threading.Event, done: threading.Event, request_stop: Callable[[], None]) -> None:
+    # The search holds no GIL and cannot look at a threading.Event; this thread passes the word on.
+    while not done.is_set():
+        if stop.wait(_STOP_POLL):
+            request_stop()
+            return
+
+
+# --- the bot's MoveEngine protocol ------------------------------------------------------------------
+
+
+@runtime_checkable
+class FearLearner(Protocol):
+    """An engine whose psychological variables the bot keeps per opponent (thesis 10.3.3): estOppFear
+    and ownFear's bluff scale, read after a game and set before the next (bot/daemon/learning.py)."""
+
+    est_opp_fear: float
+    own_fear_scale: float
+
+
+class _Budget(Protocol):
+    # Read-only, as the bot's frozen SearchBudget offers them.
+    @property
+    def soft_deadline(self) -> float: ...
+
+    @property
+    def hard_deadline(self) -> float: ...
+
+    @property
+    def stop(self) -> threading.Event: ...
+
+
+class EngineMove:
+    """``Engine`` behind the bot's ``MoveEngine`` protocol (``choose_move(game, budget) -> Move``);
+    the move analysis catches up with the game's history on every call."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.name = engine.name
+        self.last_choice: EngineChoice | None = None
+
+    # FearLearner: the engine's variables, so the bot learns them through the wrapper it holds.
+    @property
+    def est_opp_fear(self) -> float:
+        return self.engine.est_opp_fear
+
+    @est_opp_fear.setter
+    def est_opp_fear(self, value: float) -> None:
+        self.engine.est_opp_fear = value
+
+    @property
+    def own_fear_scale(self) -> float:
+        return self.engine.own_fear_scale
+
+    @own_fear_scale.setter
+    def own_fear_scale(self, value: float) -> None:
+        self.engine.own_fear_scale = value
+
+    def choose_move(self, game: Game, budget: _Budget) -> Move:
+        choice = self.engine.choose_move(game, budget.soft_deadline, budget.hard_deadline, budget.stop)
+        self.last_choice = choice
+        return choice.move
+
+
+def engine_factory(profile: str) -> Callable[[Mapping[str, Any], int | None], EngineMove]:
+    """A factory in the shape of the bot's engine registry: (parameters, seed) -> engine. The
+    parameters are ``EngineSettings`` fields laid over the built-in profile ``profile``."""
+    if profile not in BUILTIN_ENGINE_SETTINGS:
+        raise ValueError(f"unknown engine profile {profile!r} (known: {', '.join(BUILTIN_ENGINE_SETTINGS)})")
+
+    def make(params: Mapping[str, Any], seed: int | None) -> EngineMove:
+        data = deep_merge(BUILTIN_ENGINE_SETTINGS[profile].model_dump(), params)
+        if seed is not None:
+            data["seed"] = seed
+        return EngineMove(Engine(EngineSettings.model_validate(data)))
+
+    return make

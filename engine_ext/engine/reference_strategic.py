@@ -1,0 +1,398 @@
+"""The strategic search of the Perspecto thesis (9.2, Appendix 1) written plainly, for the tests.
+
+Slow on purpose: the position is read off the ``Position`` wrapper into dicts, every score is worked
+out from scratch, and the rules are a table that reads like Appendix 1. The compiled version in
+engine_ext/engine/strategic.pyx must give the same numbers; docs/strategic.md explains each choice.
+Nothing in the bot uses this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from engine_ext.engine.settings import StrategicParams
+from engine_ext.rules.core import Position
+from engine_ext.rules.pieces import ATTACKER_WINS, Rank, combat
+
+MIN_STEPS = 4  # "L är antal steg mellan pjäserna (lägst 4)"
+
+# The European "lower than a major" (f>4): captain down to spy.
+_LOWER = frozenset({Rank.CAPTAIN, Rank.LIEUTENANT, Rank.SERGEANT, Rank.MINER, Rank.SCOUT, Rank.SPY})
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One attraction rule: own rank, which opponent pieces pull, and the force as a function of
+    the target's flag and bomb probabilities."""
+
+    number: int
+    notation: str  # as the thesis writes it (European ranks)
+    own: frozenset[Rank]
+    targets: frozenset[Rank] | None  # known ranks that pull; None: unknown pieces
+    force: Callable[[float, float], float]  # (p_flag, p_bomb) -> force
+    open_only: bool = False  # the target must not be walled in
+
+
+def _const(value: float) -> Callable[[float, float], float]:
+    return lambda _pf, _pb: value
+
+
+def _ranks(*ranks: Rank) -> frozenset[Rank]:
+    return frozenset(ranks)
+
+
+_ABOVE_MINER = _ranks(Rank.SERGEANT, Rank.LIEUTENANT, Rank.CAPTAIN, Rank.MAJOR, Rank.COLONEL,
+                      Rank.GENERAL, Rank.MARSHAL)
+
+RULES: tuple[Rule, ...] = (
+    Rule(1, "[S, f1, 40]", _ranks(Rank.SPY), _ranks(Rank.MARSHAL), _const(40.0)),
+    Rule(2, "[8, fB, 16]", _ranks(Rank.MINER), _ranks(Rank.BOMB), _const(16.0)),
+    Rule(3, "[8, fX, pB*16]", _ranks(Rank.MINER), None, lambda _pf, pb: 16.0 * pb),
+    Rule(4, "[8, fO, -2]", _ranks(Rank.MINER), None, _const(-2.0)),
+    Rule(5, "[8, fX, 80*pF]", _ranks(Rank.MINER), None, lambda pf, _pb: 80.0 * pf),
+    Rule(6, "[7, fO, 1]", _ranks(Rank.SERGEANT), None, _const(1.0)),
+    Rule(7, "[6, fO, 1]", _ranks(Rank.LIEUTENANT), None, _const(1.0)),
+    Rule(8, "[5, fO, 0.5]", _ranks(Rank.CAPTAIN), None, _const(0.5)),
+    Rule(9, "[5, f<5, -6]", _ranks(Rank.CAPTAIN),
+         _ranks(Rank.MAJOR, Rank.COLONEL, Rank.GENERAL, Rank.MARSHAL), _const(-6.0)),
+    Rule(10, "[4, f>4, 8]", _ranks(Rank.MAJOR), _LOWER, _const(8.0)),
+    Rule(11, "[4, f<4, -10]", _ranks(Rank.MAJOR), _ranks(Rank.COLONEL, Rank.GENERAL, Rank.MARSHAL),
+         _const(-10.0)),
+    Rule(12, "[3, f>4, 8]", _ranks(Rank.COLONEL), _LOWER, _const(8.0)),
+    Rule(13, "[3, f=4, 16]", _ranks(Rank.COLONEL), _ranks(Rank.MAJOR), _const(16.0)),
+    Rule(14, "[3, f<3, -16]", _ranks(Rank.COLONEL), _ranks(Rank.GENERAL, Rank.MARSHAL), _const(-16.0)),
+    Rule(15, "[2, f>4, 4]", _ranks(Rank.GENERAL), _LOWER, _const(4.0)),
+    Rule(16, "[2, f=4 | f=3, 16]", _ranks(Rank.GENERAL), _ranks(Rank.MAJOR, Rank.COLONEL), _const(16.0)),
+    Rule(17, "[2, f=1, -20]", _ranks(Rank.GENERAL), _ranks(Rank.MARSHAL), _const(-20.0)),
+    Rule(18, "[1, f>4, 4]", _ranks(Rank.MARSHAL), _LOWER, _const(4.0)),
+    Rule(19, "[1, f=4 | f=3, 16]", _ranks(Rank.MARSHAL), _ranks(Rank.MAJOR, Rank.COLONEL), _const(16.0)),
+    Rule(20, "[1, f=2, 32]", _ranks(Rank.MARSHAL), _ranks(Rank.GENERAL), _const(32.0)),
+    Rule(21, "[<8, fX(op), 80*pF]", _ABOVE_MINER, None, lambda pf, _pb: 80.0 * pf, open_only=True),
+)
+
+# The guard (not in the thesis): known opponent miners this near our flag pull the pieces that beat them.
+GUARD_RADIUS = 5
+# The home guards (not in the thesis): at most this many, each a sergeant to major on a station.
+HOME_GUARDS = 2
+_HOME_RANKS = frozenset({Rank.SERGEANT, Rank.LIEUTENANT, Rank.CAPTAIN, Rank.MAJOR})
+_RESERVE_RANKS = frozenset({Rank.COLONEL, Rank.GENERAL, Rank.MARSHAL})  # guards when no lower one is left
+_STEPS = ((0, 1), (0, -1), (-1, 0), (1, 0))
+# The miner's pulls towards likely bombs and flags, which ``miner_pull`` scales (not in the thesis).
+_MINER_PULLS = frozenset({3, 5})
+# Known opponent ranks the endgame hunt chases (not in the thesis): every movable rank.
+_MOVERS = frozenset(Rank(code) for code in range(Rank.SPY, Rank.MARSHAL + 1))
+# The ranks the rules pull (scouts have none): the hunt pulls the same pieces.
+_HAS_RULES = frozenset(rank for rule in RULES for rank in rule.own)
+
+# Appendix 1, last paragraph: the factor on every force of an own piece that has moved.
+MOVED_FACTOR: dict[Rank, float] = {
+    Rank.SPY: 2.0, Rank.MINER: 2.0,
+    Rank.SERGEANT: 1.0, Rank.LIEUTENANT: 1.0, Rank.CAPTAIN: 1.0, Rank.MAJOR: 1.0,
+    Rank.COLONEL: 2.0, Rank.GENERAL: 2.0, Rank.MARSHAL: 2.0,
+}
+
+
+@dataclass
+class _Piece:
+    pid: int
+    col: int
+    row: int
+    owner: int
+    rank: Rank
+    moved: int
+
+
+@dataclass
+class _Board:
+    """A plain copy of the position: live pieces by id and by square."""
+
+    width: int
+    height: int
+    lakes: frozenset[tuple[int, int]]
+    range_attacks: bool
+    pieces: dict[int, _Piece]
+
+    @classmethod
+    def of(cls, pos: Position) -> _Board:
+        lakes = frozenset(
+            (c, r) for r in range(pos.height) for c in range(pos.width) if pos.piece_id(pos.square(c, r)) == -2
+        )
+        pieces = {}
+        for pid in range(pos.piece_count):
+            sq, owner, rank, moved = pos.piece(pid)
+            if sq >= 0:
+                col, row = pos.coords(sq)
+                pieces[pid] = _Piece(pid, col, row, owner, Rank(rank), moved)
+        return cls(pos.width, pos.height, lakes, pos.range_attacks, pieces)
+
+    def at(self, col: int, row: int) -> _Piece | None:
+        for piece in self.pieces.values():
+            if piece.col == col and piece.row == row:
+                return piece
+        return None
+
+    def passable(self, col: int, row: int) -> bool:
+        return 0 <= col < self.width and 0 <= row < self.height and (col, row) not in self.lakes
+
+    def played(self, frm: tuple[int, int], to: tuple[int, int]) -> _Board:
+        """A copy after the move, the mover winning any strike (Figure 9's ``make(win)``)."""
+        pieces = {pid: _Piece(**vars(p)) for pid, p in self.pieces.items()}
+        board = _Board(self.width, self.height, self.lakes, self.range_attacks, pieces)
+        mover = board.at(*frm)
+        target = board.at(*to)
+        assert mover is not None
+        if target is not None:
+            del board.pieces[target.pid]
+        mover.col, mover.row = to
+        mover.moved += 1
+        return board
+
+    def own_moves(self, side: int) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        """Every move of ``side`` (the rules written out again, not the core's generator)."""
+        moves = []
+        for piece in sorted(self.pieces.values(), key=lambda p: p.pid):
+            if piece.owner != side or not piece.rank.movable:
+                continue
+            reach = max(self.width, self.height) if piece.rank == Rank.SCOUT else 1
+            for dc, dr in ((0, 1), (0, -1), (-1, 0), (1, 0)):
+                for dist in range(1, reach + 1):
+                    col, row = piece.col + dc * dist, piece.row + dr * dist
+                    if not self.passable(col, row):
+                        break
+                    other = self.at(col, row)
+                    if other is None:
+                        moves.append(((piece.col, piece.row), (col, row)))
+                        continue
+                    if other.owner != side and (dist == 1 or self.range_attacks):
+                        moves.append(((piece.col, piece.row), (col, row)))
+                    break
+        return moves
+
+
+def flag_suspicions(pos: Position, side: int) -> list[float]:
+    """7.5: each unknown opponent piece that has not moved gets a suspicion on the opponent's back
+    row, and one for standing one step from a (known) bomb."""
+    board = _Board.of(pos)
+    opp = 1 - side
+    back = 0 if opp == 0 else board.height - 1
+    out = [0.0] * pos.piece_count
+    for piece in board.pieces.values():
+        if piece.owner != opp or piece.rank != Rank.UNKNOWN or piece.moved:
+            continue
+        count = 1.0 if piece.row == back else 0.0
+        neighbours = [board.at(piece.col + dc, piece.row + dr) for dc, dr in ((0, 1), (0, -1), (-1, 0), (1, 0))]
+        if any(n is not None and n.owner == opp and n.rank == Rank.BOMB for n in neighbours):
+            count += 1.0
+        out[piece.pid] = count
+    return out
+
+
+def _is_open(board: _Board, target: _Piece) -> bool:
+    """Appendix 1, rule 21: not walled in by opponent pieces that have never moved (unknown, or
+    known bombs and flag); off-board squares and lakes are walls too."""
+    for dc, dr in ((0, 1), (0, -1), (-1, 0), (1, 0)):
+        col, row = target.col + dc, target.row + dr
+        if not board.passable(col, row):
+            continue
+        other = board.at(col, row)
+        if (other is None or other.owner != target.owner or other.moved
+                or other.rank not in (Rank.UNKNOWN, Rank.BOMB, Rank.FLAG)):
+            return True
+    return False
+
+
+def target_force(own: Rank, target: Rank, p_flag: float, p_bomb: float, is_open: bool,
+                 hunt: float = 0.0, miner_pull: float = 1.0) -> float:
+    """The summed force of every rule pulling a piece of rank ``own`` towards one opponent piece of
+    known rank ``target`` (``Rank.UNKNOWN`` when the viewer has not seen it), plus ``hunt`` (the
+    endgame hunt, not in the thesis) when the target is a known mover that ``own`` beats; rules 3 and
+    5 times ``miner_pull`` (not in the thesis)."""
+    force = 0.0
+    for rule in RULES:
+        if own not in rule.own:
+            continue
+        if rule.targets is None:
+            hit = target == Rank.UNKNOWN and (is_open or not rule.open_only)
+        else:
+            hit = target in rule.targets
+        if hit:
+            force += rule.force(p_flag, p_bomb) * (miner_pull if rule.number in _MINER_PULLS else 1.0)
+    if (hunt != 0.0 and own in _HAS_RULES and target in _MOVERS
+            and combat(own, target) == ATTACKER_WINS):
+        force += hunt
+    return force
+
+
+@dataclass(frozen=True)
+class _Home:
+    """The home guards (not in the thesis): their force and, per guard, its piece id and station."""
+
+    force: float
+    guards: tuple[tuple[int, tuple[int, int]], ...]
+
+    @classmethod
+    def of(cls, board: _Board, side: int, force: float) -> _Home | None:
+        """The gates are our bombs next to our flag (none: the flag itself); a station is a square
+        next to a gate that holds neither our flag nor our bomb. Stations are taken greedily: the one
+        next to the most gates not yet covered, among those the one whose free guard is nearest, then
+        the lowest (row, col); a guard is the nearest sergeant to major not yet one (a colonel to
+        marshal when none is left; the lowest id among equals)."""
+        flag = next((p for p in board.pieces.values() if p.owner == side and p.rank == Rank.FLAG), None)
+        if not force or flag is None:
+            return None
+
+        def own_bomb(col: int, row: int) -> bool:
+            piece = board.at(col, row)
+            return piece is not None and piece.owner == side and piece.rank == Rank.BOMB
+
+        def next_to(a: tuple[int, int], b: tuple[int, int]) -> bool:
+            return abs(a[0] - b[0]) + abs(a[1] - b[1]) == 1
+
+        around = [(flag.col + dc, flag.row + dr) for dc, dr in _STEPS]
+        gates = [sq for sq in around if own_bomb(*sq)] or [(flag.col, flag.row)]
+        stations = {(g[0] + dc, g[1] + dr) for g in gates for dc, dr in _STEPS}
+        stations = {sq for sq in stations
+                    if board.passable(*sq) and sq != (flag.col, flag.row) and not own_bomb(*sq)}
+        guards: list[tuple[int, tuple[int, int]]] = []
+
+        def free_guard(station: tuple[int, int]) -> tuple[int, int] | None:
+            """(steps, id) of the nearest piece not yet a guard: a sergeant to major, or when none
+            is left a colonel to marshal."""
+            taken = {pid for pid, _ in guards}
+            for ranks in (_HOME_RANKS, _RESERVE_RANKS):
+                free = [(abs(p.col - station[0]) + abs(p.row - station[1]), p.pid) for p in board.pieces.values()
+                        if p.owner == side and p.rank in ranks and p.pid not in taken]
+                if free:
+                    return min(free)
+            return None
+
+        uncovered = list(gates)
+        while uncovered and len(guards) < HOME_GUARDS:
+            cover = {sq: sum(next_to(sq, g) for g in uncovered) for sq in stations}
+            most = max(cover.values(), default=0)
+            if most == 0:
+                break
+            options = []
+            for sq in stations:
+                if cover[sq] == most:
+                    guard = free_guard(sq)
+                    if guard is None:
+                        return cls(force, tuple(guards)) if guards else None
+                    options.append((guard[0], sq[1], sq[0], guard[1], sq))
+            _steps, _row, _col, pid, station = min(options)
+            guards.append((pid, station))
+            uncovered = [g for g in uncovered if not next_to(station, g)]
+        return cls(force, tuple(guards)) if guards else None
+
+    def station(self, pid: int) -> tuple[int, int] | None:
+        return next((station for guard, station in self.guards if guard == pid), None)
+
+
+def _pull(board: _Board, piece: _Piece, p_flag: Sequence[float], p_bomb: Sequence[float],
+          hunt: float = 0.0, miner_pull: float = 1.0, guard: float = 0.0,
+          home: _Home | None = None) -> tuple[float, float]:
+    """The summed (x, y) pull on one own piece, before the moved-piece factor."""
+    opp = 1 - piece.owner
+    flag = (next((p for p in board.pieces.values() if p.owner == piece.owner and p.rank == Rank.FLAG), None)
+            if guard else None)
+    targets = sorted((p for p in board.pieces.values() if p.owner == opp), key=lambda p: p.pid)
+    t = max(1.0, len(targets) / 10.0)
+    fx = fy = 0.0
+    for target in targets:
+        force = target_force(piece.rank, target.rank, p_flag[target.pid], p_bomb[target.pid],
+                             target.rank == Rank.UNKNOWN and _is_open(board, target), hunt, miner_pull)
+        if (flag is not None and target.rank == Rank.MINER
+                and combat(piece.rank, Rank.MINER) == ATTACKER_WINS
+                and abs(target.col - flag.col) + abs(target.row - flag.row) <= GUARD_RADIUS):
+            force += guard  # the guard: a known miner near our flag (not in the thesis)
+        if force == 0.0:
+            continue
+        dx, dy = target.col - piece.col, target.row - piece.row
+        steps = max(MIN_STEPS, abs(dx) + abs(dy))
+        dist = math.sqrt(dx * dx + dy * dy)
+        c = force / (steps * t)
+        fx += c * dx / dist
+        fy += c * dy / dist
+    station = home.station(piece.pid) if home is not None else None
+    if home is not None and station is not None and station != (piece.col, piece.row):
+        # A home guard away from its station is pulled back to it.
+        dx, dy = station[0] - piece.col, station[1] - piece.row
+        c = home.force / (max(MIN_STEPS, abs(dx) + abs(dy)) * t)
+        dist = math.sqrt(dx * dx + dy * dy)
+        fx += c * dx / dist
+        fy += c * dy / dist
+    return fx, fy
+
+
+def _sign(x: int) -> int:
+    return (x > 0) - (x < 0)
+
+
+def _score(board: _Board, frm: tuple[int, int], to: tuple[int, int], p_flag: Sequence[float],
+           p_bomb: Sequence[float], susp: Sequence[float], hunt: float = 0.0,
+           miner_pull: float = 1.0, guard: float = 0.0, home: _Home | None = None) -> float | None:
+    """One move's own score; None for a strike the strategic search leaves out."""
+    mover = board.at(*frm)
+    assert mover is not None
+    target = board.at(*to)
+    travelled = abs(to[0] - frm[0]) + abs(to[1] - frm[1])
+    if target is not None:
+        if mover.rank != Rank.SCOUT or travelled < 2:
+            return None
+        # A scout's long strike: suspicions of the piece struck, else 0.1 per step it took.
+        points = susp[target.pid] if susp[target.pid] > 0 else 0.1 * target.moved
+        return points + 0.1 * travelled
+    fx, fy = _pull(board, mover, p_flag, p_bomb, hunt, miner_pull, guard, home)
+    factor = MOVED_FACTOR.get(mover.rank, 1.0) if mover.moved else 1.0
+    score = (fx * _sign(to[0] - frm[0]) + fy * _sign(to[1] - frm[1])) * factor
+    if home is not None and home.station(mover.pid) == frm:
+        t = max(1.0, sum(1 for p in board.pieces.values() if p.owner != mover.owner) / 10.0)
+        score -= 2.0 * home.force / (MIN_STEPS * t)  # a home guard leaving its station
+    return score
+
+
+def strategic_scores(
+    pos: Position,
+    side: int,
+    p_flag: Sequence[float],
+    p_bomb: Sequence[float],
+    moves: Sequence[int],
+    flag_suspicion: Sequence[float] | None = None,
+    lookahead: bool = True,
+    params: StrategicParams | None = None,
+) -> list[float]:
+    """Figure 9: each move's score plus the best score of a next own move (its own score when no
+    next move beats it); strikes other than scouts' long ones score 0. Without ``lookahead``, each
+    move's own score. ``params`` holds what is not in the thesis (None: the thesis's search):
+    ``hunt_force`` (the endgame hunt's force, 0: off), ``miner_pull`` (the factor on rules 3 and 5),
+    ``miner_guard`` (the pull towards a known miner within ``GUARD_RADIUS`` steps of our flag) and
+    ``home_guard`` (the force that keeps up to ``HOME_GUARDS`` sergeants to majors on stations next to
+    the bombs by our flag; chosen at the root)."""
+    params = params if params is not None else StrategicParams()
+    hunt, miner_pull, guard, home = params.hunt_force, params.miner_pull, params.miner_guard, params.home_guard
+    susp = list(flag_suspicion) if flag_suspicion is not None else flag_suspicions(pos, side)
+    board = _Board.of(pos)
+    home_guard = _Home.of(board, side, home)
+    out: list[float] = []
+    for move in moves:
+        frm, to = pos.coords(move & 0xFF), pos.coords(move >> 8)
+        score = _score(board, frm, to, p_flag, p_bomb, susp, hunt, miner_pull, guard, home_guard)
+        if score is None:
+            out.append(0.0)
+            continue
+        if not lookahead:
+            out.append(score)
+            continue
+        after = board.played(frm, to)
+        best = score
+        for nfrm, nto in after.own_moves(side):
+            next_score = _score(after, nfrm, nto, p_flag, p_bomb, susp, hunt, miner_pull, guard, home_guard)
+            if next_score is not None and next_score > best:
+                best = next_score
+        out.append(score + best)
+    return out
+
+
+__all__ = ["MOVED_FACTOR", "RULES", "Rule", "flag_suspicions", "strategic_scores", "target_force"]

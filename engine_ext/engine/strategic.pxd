@@ -1,0 +1,35 @@
+# cython: language_level=3
+# The strategic search of the Perspecto thesis (section 9.2 and Appendix 1): attraction rules,
+# the scouts' long strikes and the two-own-moves lookahead. docs/strategic.md gives the reading of
+# every rule; engine_ext/engine/reference_strategic.py is the same thing written plainly.
+#
+# The interface: ``p`` must be ``side``'s view (opponent pieces ``side`` has not seen have rank
+# R_UNKNOWN); ``p_flag``, ``p_bomb`` and ``flag_suspicion`` are read per piece id as they are at the
+# root, for the whole lookahead; ``flag_suspicion`` NULL: counted here by the thesis's rule (7.5). A
+# scout's long strike is scored (9.2); every other move onto an opponent piece scores 0 and is left
+# out of the lookahead. ``p`` is returned exactly as it came (one ply of history must be free).
+
+from engine_ext.rules.core cimport Pos
+
+# The knobs, each named as the EngineSettings field it comes from (engine_ext/engine/settings.py,
+# StrategicParams; none is in the thesis): the endgame hunt's force (0: not hunting), the factor on
+# rules 3 and 5 (the miner's pulls towards unknowns), the pull towards a known opponent miner near our
+# flag, and the force that keeps up to two sergeants to majors on stations next to our flag's bombs.
+ctypedef struct StrategicConfig:
+    double hunt_force
+    double miner_pull
+    double miner_guard
+    double home_guard
+
+# Fill ``cfg`` from a StrategicParams (None: the thesis's values).
+cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1
+
+# Score every candidate move ``moves[0..n)`` of ``side``: out[i] = score(move) + the best score of a
+# next own move after it (its own score again when no next move is better).
+cdef void strategic_scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
+                           const double* flag_suspicion, const int* moves, int n,
+                           double* out, const StrategicConfig* cfg) noexcept nogil
+
+# The thesis's flag suspicions (7.5) of ``side``'s opponent pieces as ``side`` sees them, written
+# to out[pid] for every piece id (0 for ``side``'s own pieces and for captured ones).
+cdef void flag_suspicions(Pos* p, int side, double* out) noexcept nogil

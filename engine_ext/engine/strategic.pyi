@@ -1,0 +1,18 @@
+"""Type stub of the compiled strategic search (engine_ext/engine/strategic.pyx)."""
+
+from collections.abc import Sequence
+
+from engine_ext.engine.settings import StrategicParams
+from engine_ext.rules.core import Position
+
+def strategic_scores_py(
+    pos: Position,
+    side: int,
+    p_flag: Sequence[float],
+    p_bomb: Sequence[float],
+    moves: Sequence[int],
+    flag_suspicion: Sequence[float] | None = None,
+    lookahead: bool = True,
+    params: StrategicParams | None = None,
+) -> list[float]: ...
+def flag_suspicions_py(pos: Position, side: int) -> list[float]: ...

@@ -1,0 +1,588 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The strategic search of the Perspecto thesis (9.2, Appendix 1), compiled.
+
+Every movable own piece feels a pull from opponent pieces by the 21 attraction rules; a pull of
+force F from a target L steps away counts F / (L * t) (L at least 4, t = opponent pieces left / 10,
+at least 1) and is split into x and y parts along the line to the target. A one-square move scores
+the piece's summed pull along the move's direction, doubled for some ranks once the piece has
+moved. A scout's long strike scores from the piece struck and the distance. Each candidate gets the
+best score of a next own move added (its own score when none is better). docs/strategic.md has the
+reading of the thesis; engine_ext/engine/reference_strategic.py is the plain version the tests compare.
+"""
+
+from libc.math cimport sqrt
+from libc.stdlib cimport abs
+
+from engine_ext.rules.core cimport (
+    ATTACKER_WINS, BLOCKED, COMBAT, MAX_MOVES, MAX_PIECES, MAX_PLY, NO_COMBAT, R_BOMB, R_FLAG, R_MARSHAL,
+    R_MINER, R_SCOUT, R_SPY, R_UNKNOWN, Pos, Position, gen_moves, make_move_result, unmake_move,
+)
+
+cdef enum:
+    R_SERGEANT = 4
+    R_LIEUTENANT = 5
+    R_CAPTAIN = 6
+    R_MAJOR = 7
+    R_COLONEL = 8
+    R_GENERAL = 9
+    MIN_STEPS = 4           # "L ... (lägst 4)"
+    GUARD_RADIUS = 5        # the guard: a known miner this many steps from our flag or nearer
+    HOME_GUARDS = 2         # the home guards: at most this many stations by our flag's bombs
+
+
+ctypedef struct State:
+    int side
+    int opp
+    double t                # opponent pieces left / 10, at least 1
+    StrategicConfig cfg     # the knobs (strategic.pxd)
+    int homes               # how many home guards (each a piece and its station)
+    int home_pid[HOME_GUARDS]
+    int home_col[HOME_GUARDS]   # the guard's station
+    int home_row[HOME_GUARDS]
+    int flag_col            # our flag's coordinates (-1: none on the board)
+    int flag_row
+    int col[MAX_PIECES]     # board coordinates of every live piece
+    int row[MAX_PIECES]
+    const double* p_flag
+    const double* p_bomb
+    const double* susp      # flag suspicions
+    char open_[MAX_PIECES]  # an unknown opponent piece not walled in by unmoved opponent pieces
+    char done[MAX_PIECES]   # fx, fy worked out (lazily: pieces that cannot move never need them)
+    double fx[MAX_PIECES]   # summed pull on each own piece, before the moved-piece factor
+    double fy[MAX_PIECES]
+
+
+# --- the rules -----------------------------------------------------------------------------------
+
+cdef inline double _rule_force(int own, int target, double pf, double pb, bint is_open,
+                               double hunt, double miner_pull) noexcept nogil:
+    """The summed force of the Appendix 1 rules that pull an own piece of rank ``own`` towards one
+    opponent piece whose rank, as the viewer knows it, is ``target``. Rule numbers as in the doc;
+    ``hunt`` is the endgame hunt's force (not in the thesis, docs/strategic.md), 0 when off;
+    ``miner_pull`` scales rules 3 and 5 (1: the thesis)."""
+    cdef double f = 0.0
+    if target == R_UNKNOWN:
+        if own == R_MINER:
+            f += 16.0 * pb * miner_pull     # 3: towards likely bombs
+            f += -2.0                       # 4: but wary of unknowns in general
+            f += 80.0 * pf * miner_pull     # 5: towards likely flags, walled in or not
+        elif own == R_SERGEANT or own == R_LIEUTENANT:
+            f += 1.0                # 6, 7
+        elif own == R_CAPTAIN:
+            f += 0.5                # 8
+        if own >= R_SERGEANT and own <= R_MARSHAL and is_open:
+            f += 80.0 * pf          # 21: every rank above the miner, open targets only
+        return f
+    # Known targets. "Lower" in the thesis is the European f>4: captain down to spy (1..6 here);
+    # bombs and the flag have no rank number and are no one's "lower piece".
+    if own == R_SPY:
+        if target == R_MARSHAL:
+            f += 40.0               # 1
+    elif own == R_MINER:
+        if target == R_BOMB:
+            f += 16.0               # 2
+    elif own == R_CAPTAIN:
+        if target >= R_MAJOR and target <= R_MARSHAL:
+            f += -6.0               # 9
+    elif own == R_MAJOR:
+        if target >= R_SPY and target <= R_CAPTAIN:
+            f += 8.0                # 10
+        elif target >= R_COLONEL and target <= R_MARSHAL:
+            f += -10.0              # 11
+    elif own == R_COLONEL:
+        if target >= R_SPY and target <= R_CAPTAIN:
+            f += 8.0                # 12
+        elif target == R_MAJOR:
+            f += 16.0               # 13
+        elif target == R_GENERAL or target == R_MARSHAL:
+            f += -16.0              # 14
+    elif own == R_GENERAL:
+        if target >= R_SPY and target <= R_CAPTAIN:
+            f += 4.0                # 15
+        elif target == R_MAJOR or target == R_COLONEL:
+            f += 16.0               # 16
+        elif target == R_MARSHAL:
+            f += -20.0              # 17
+    elif own == R_MARSHAL:
+        if target >= R_SPY and target <= R_CAPTAIN:
+            f += 4.0                # 18
+        elif target == R_MAJOR or target == R_COLONEL:
+            f += 16.0               # 19
+        elif target == R_GENERAL:
+            f += 32.0               # 20
+    if hunt != 0.0 and target >= R_SPY and target <= R_MARSHAL and COMBAT[own][target] == ATTACKER_WINS:
+        f += hunt                   # the hunt: a known mover this piece beats, few movers being left
+    return f
+
+
+cdef inline bint _has_rules(int own) noexcept nogil:
+    # Scouts have none ("behöver den inga strategiska regler"), nor have bombs, flags, unknowns.
+    return own == R_SPY or (own >= R_MINER and own <= R_MARSHAL)
+
+
+cdef inline double _moved_factor(Pos* p, int pid) noexcept nogil:
+    """Appendix 1, last paragraph: x2 for miners and spies, x1 sergeant to major, x2 above major."""
+    cdef int r
+    if p.pmoves[pid] == 0:
+        return 1.0
+    r = p.prank[pid]
+    if r == R_MINER or r == R_SPY or (r >= R_COLONEL and r <= R_MARSHAL):
+        return 2.0
+    return 1.0
+
+
+# --- forces ---------------------------------------------------------------------------------------
+
+cdef inline bint _is_wall(Pos* p, int sq, int opp) noexcept nogil:
+    """A side of a target that blocks access: off the board, a lake, or an opponent piece that has
+    not moved and might not be movable (unknown, or known bomb or flag)."""
+    cdef int occ = p.board[sq]
+    cdef int r
+    if occ == BLOCKED:
+        return True
+    if occ < 0 or p.powner[occ] != opp or p.pmoves[occ] != 0:
+        return False
+    r = p.prank[occ]
+    return r == R_UNKNOWN or r == R_BOMB or r == R_FLAG
+
+
+cdef void _piece_force(Pos* p, State* st, int pid) noexcept nogil:
+    """Sum the pulls on own piece ``pid`` from every live opponent piece (in id order, as the
+    reference does, so the sums agree to the last bit)."""
+    cdef const double* p_flag = st.p_flag
+    cdef const double* p_bomb = st.p_bomb
+    cdef int own = p.prank[pid]
+    cdef double fx = 0.0
+    cdef double fy = 0.0
+    cdef int k, dx, dy, steps
+    cdef double f, c, d
+    if _has_rules(own):
+        for k in range(p.first_id[st.opp], p.end_id[st.opp]):
+            if p.psq[k] < 0:
+                continue
+            f = _rule_force(own, p.prank[k], p_flag[k], p_bomb[k], st.open_[k], st.cfg.hunt_force,
+                            st.cfg.miner_pull)
+            if (st.cfg.miner_guard != 0.0 and p.prank[k] == R_MINER and st.flag_col >= 0
+                    and COMBAT[own][R_MINER] == ATTACKER_WINS
+                    and abs(st.col[k] - st.flag_col) + abs(st.row[k] - st.flag_row) <= GUARD_RADIUS):
+                f += st.cfg.miner_guard       # the guard: a known miner near our flag
+            if f == 0.0:
+                continue
+            dx = st.col[k] - st.col[pid]
+            dy = st.row[k] - st.row[pid]
+            steps = (dx if dx >= 0 else -dx) + (dy if dy >= 0 else -dy)
+            if steps < MIN_STEPS:
+                steps = MIN_STEPS
+            d = sqrt(<double>(dx * dx + dy * dy))
+            c = f / (steps * st.t)
+            fx += c * dx / d
+            fy += c * dy / d
+    for k in range(st.homes):
+        if pid != st.home_pid[k]:
+            continue
+        # A home guard away from its station is pulled back to it.
+        dx = st.home_col[k] - st.col[pid]
+        dy = st.home_row[k] - st.row[pid]
+        steps = abs(dx) + abs(dy)
+        if steps > 0:
+            d = sqrt(<double>(dx * dx + dy * dy))
+            c = st.cfg.home_guard / ((steps if steps > MIN_STEPS else MIN_STEPS) * st.t)
+            fx += c * dx / d
+            fy += c * dy / d
+    st.fx[pid] = fx
+    st.fy[pid] = fy
+    st.done[pid] = 1
+
+
+cdef void _set_coords(Pos* p, State* st, int pid) noexcept nogil:
+    cdef int sq = p.psq[pid]
+    st.col[pid] = sq % p.stride - 1
+    st.row[pid] = sq // p.stride - 1
+
+
+cdef inline bint _own_bomb(Pos* p, int sq, int side) noexcept nogil:
+    cdef int occ = p.board[sq]
+    return occ >= 0 and p.powner[occ] == side and p.prank[occ] == R_BOMB
+
+
+cdef int _free_guard(Pos* p, State* st, int side, int sq, int* steps_out) noexcept nogil:
+    """The piece nearest ``sq`` (the lowest id among equals) not yet a home guard: a sergeant to
+    major, or when none is left a colonel to marshal (all beat a miner; the first cost less to lose).
+    -1: none."""
+    cdef int col = sq % p.stride - 1
+    cdef int row = sq // p.stride - 1
+    cdef int tier, lo, hi, pid, r, k, steps, nearest, best = -1
+    cdef bint taken
+    for tier in range(2):
+        lo = R_SERGEANT if tier == 0 else R_COLONEL
+        hi = R_MAJOR if tier == 0 else R_MARSHAL
+        nearest = 1 << 20
+        for pid in range(p.first_id[side], p.end_id[side]):
+            r = p.prank[pid]
+            if p.psq[pid] < 0 or r < lo or r > hi:
+                continue
+            taken = False
+            for k in range(st.homes):
+                if st.home_pid[k] == pid:
+                    taken = True
+            if taken:
+                continue
+            steps = abs(st.col[pid] - col) + abs(st.row[pid] - row)
+            if steps < nearest:
+                nearest = steps
+                best = pid
+        if best >= 0:
+            steps_out[0] = nearest
+            return best
+    return -1
+
+
+cdef void _choose_home_guards(Pos* p, State* st, int side, int flag_sq) noexcept nogil:
+    """The home guards (not in the thesis): the gates are our bombs next to our flag (none: the flag
+    itself); a station is a square next to a gate that holds neither our flag nor our bomb. Stations
+    are taken greedily: the one next to the most gates not yet covered, among those the one whose
+    free guard (``_free_guard``) is nearest, then the lowest square. A guard beats a miner that has
+    just taken a gate next to it."""
+    cdef int gates[4]
+    cdef char covered[4]
+    cdef int n_gates = 0
+    cdef int d, e, g, k, station, count, steps, pid
+    cdef int best_count, best_sq, best_steps, best_pid
+    for d in range(4):
+        if _own_bomb(p, flag_sq + p.dirs[d], side):
+            gates[n_gates] = flag_sq + p.dirs[d]
+            n_gates += 1
+    if n_gates == 0:
+        gates[0] = flag_sq
+        n_gates = 1
+    for g in range(n_gates):
+        covered[g] = 0
+    st.homes = 0
+    while st.homes < HOME_GUARDS:
+        best_count = 0
+        best_sq = -1
+        best_steps = 0
+        best_pid = -1
+        for g in range(n_gates):
+            for d in range(4):
+                station = gates[g] + p.dirs[d]
+                if p.board[station] == BLOCKED or station == flag_sq or _own_bomb(p, station, side):
+                    continue
+                count = 0
+                for e in range(n_gates):
+                    if not covered[e]:
+                        for k in range(4):
+                            if gates[e] + p.dirs[k] == station:
+                                count += 1
+                                break
+                if count == 0 or count < best_count:
+                    continue
+                pid = _free_guard(p, st, side, station, &steps)
+                if pid < 0:
+                    return      # no piece left to guard with
+                if (count > best_count or steps < best_steps
+                        or (steps == best_steps and station < best_sq)):
+                    best_count = count
+                    best_sq = station
+                    best_steps = steps
+                    best_pid = pid
+        if best_pid < 0:
+            return
+        st.home_pid[st.homes] = best_pid
+        st.home_col[st.homes] = best_sq % p.stride - 1
+        st.home_row[st.homes] = best_sq // p.stride - 1
+        for g in range(n_gates):
+            for d in range(4):
+                if gates[g] + p.dirs[d] == best_sq:
+                    covered[g] = 1
+        st.homes += 1
+
+
+cdef void _prepare(Pos* p, State* st, int side) noexcept nogil:
+    """What the scores need about one position: t, coordinates, open targets (pulls come later,
+    piece by piece, as moves ask for them). The probability pointers must be set."""
+    cdef int pid, d, sq, left = 0
+    cdef int flag_sq = -1
+    cdef bint is_open
+    st.side = side
+    st.opp = side ^ 1
+    st.flag_col = -1
+    st.flag_row = -1
+    st.homes = 0
+    for pid in range(p.end_id[1]):
+        st.done[pid] = 0
+        if p.psq[pid] >= 0:
+            _set_coords(p, st, pid)
+            if p.powner[pid] == side and p.prank[pid] == R_FLAG:
+                st.flag_col = st.col[pid]
+                st.flag_row = st.row[pid]
+                flag_sq = p.psq[pid]
+    if st.cfg.home_guard != 0.0 and flag_sq >= 0:
+        _choose_home_guards(p, st, side, flag_sq)
+    for pid in range(p.first_id[st.opp], p.end_id[st.opp]):
+        st.open_[pid] = 0
+        sq = p.psq[pid]
+        if sq < 0:
+            continue
+        left += 1
+        is_open = False
+        for d in range(4):
+            if not _is_wall(p, sq + p.dirs[d], st.opp):
+                is_open = True
+                break
+        st.open_[pid] = is_open
+    st.t = left / 10.0
+    if st.t < 1.0:
+        st.t = 1.0
+
+
+# --- moves ----------------------------------------------------------------------------------------
+
+cdef inline int _sign(int x) noexcept nogil:
+    return (x > 0) - (x < 0)
+
+
+cdef inline bint _is_long_strike(Pos* p, int move) noexcept nogil:
+    """A scout's range move of two or more squares onto an opponent piece."""
+    cdef int frm = move & 0xFF
+    cdef int to = move >> 8
+    cdef int dist = to - frm
+    if p.board[to] < 0 or p.prank[p.board[frm]] != R_SCOUT:
+        return False
+    if dist < 0:
+        dist = -dist
+    return dist >= 2 and (dist < p.stride or dist >= 2 * p.stride)
+
+
+cdef double _move_score(Pos* p, State* st, int move) noexcept nogil:
+    """One move's own score: the pull along its direction, or a long strike's points.
+    (Captures other than long strikes never get here.)"""
+    cdef int frm = move & 0xFF
+    cdef int to = move >> 8
+    cdef int a = p.board[frm]
+    cdef int target = p.board[to]
+    cdef int delta = to - frm
+    cdef bint across = -p.stride < delta < p.stride     # along a row: x changes, y does not
+    cdef double s
+    cdef int k
+    if target >= 0:
+        # 9.2: one point per flag suspicion of the piece struck, or else 0.1 per step it has
+        # taken; and 0.1 per square the scout travels.
+        if st.susp[target] > 0.0:
+            s = st.susp[target]
+        else:
+            s = 0.1 * p.pmoves[target]
+        return s + 0.1 * (abs(delta) if across else abs(delta) // p.stride)
+    if not st.done[a]:
+        _piece_force(p, st, a)
+    # The component of the pull along the move (the other component is multiplied by 0).
+    if across:
+        s = (st.fx[a] * _sign(delta)) * _moved_factor(p, a)
+    else:
+        s = (st.fy[a] * _sign(delta)) * _moved_factor(p, a)
+    for k in range(st.homes):
+        if (a == st.home_pid[k] and frm % p.stride - 1 == st.home_col[k]
+                and frm // p.stride - 1 == st.home_row[k]):
+            s -= 2.0 * st.cfg.home_guard / (MIN_STEPS * st.t)    # a home guard leaving its station
+    return s
+
+
+cdef double _best_next(Pos* p, State* st, double best) noexcept nogil:
+    """The best score of a next own move (captures left out), or ``best`` when none beats it."""
+    cdef int buf[MAX_MOVES]
+    cdef int m, j, n
+    cdef double s
+    n = gen_moves(p, buf, False)
+    for j in range(n):
+        m = buf[j]
+        if p.board[m >> 8] >= 0 and not _is_long_strike(p, m):
+            continue
+        s = _move_score(p, st, m)
+        if s > best:
+            best = s
+    return best
+
+
+cdef void flag_suspicions(Pos* p, int side, double* out) noexcept nogil:
+    cdef int opp = side ^ 1
+    cdef int back = 0 if opp == 0 else p.height - 1
+    cdef int pid, sq, d, nb
+    cdef double s
+    for pid in range(p.end_id[1]):
+        out[pid] = 0.0
+    for pid in range(p.first_id[opp], p.end_id[opp]):
+        sq = p.psq[pid]
+        if sq < 0 or p.prank[pid] != R_UNKNOWN or p.pmoves[pid] != 0:
+            continue
+        s = 0.0
+        if sq // p.stride - 1 == back:
+            s += 1.0
+        for d in range(4):
+            nb = p.board[sq + p.dirs[d]]
+            if nb >= 0 and p.powner[nb] == opp and p.prank[nb] == R_BOMB:
+                s += 1.0
+                break
+        out[pid] = s
+
+
+cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1:
+    """The one place that fills a ``StrategicConfig``, from an ``engine_ext.engine.settings.StrategicParams``
+    (the same field names); None: the thesis's strategic search."""
+    if params is None:
+        cfg.hunt_force = 0.0
+        cfg.miner_pull = 1.0
+        cfg.miner_guard = 0.0
+        cfg.home_guard = 0.0
+        return 0
+    cfg.hunt_force = params.hunt_force
+    cfg.miner_pull = params.miner_pull
+    cfg.miner_guard = params.miner_guard
+    cfg.home_guard = params.home_guard
+    return 0
+
+
+cdef void strategic_scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
+                           const double* flag_suspicion, const int* moves, int n,
+                           double* out, const StrategicConfig* cfg) noexcept nogil:
+    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, cfg)
+
+
+cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
+                  const double* flag_suspicion, const int* moves, int n, double* out,
+                  bint lookahead, const StrategicConfig* cfg) noexcept nogil:
+    """``strategic_scores``; without ``lookahead`` each move's own score alone (the thesis's
+    "Endast ett drag" variant, 10.3.2; the tests use it to check single rules)."""
+    cdef State st
+    cdef State st2          # after a long strike the opponent has a piece fewer: start afresh
+    cdef double susp_buf[MAX_PIECES]
+    cdef const double* susp = flag_suspicion
+    cdef int saved_side = p.side
+    cdef int i, m, a, target
+    cdef double s, best, keep_x, keep_y
+    cdef char keep_done
+    cdef bint room = p.ply < MAX_PLY - 1    # with no history left, count the move's score twice
+    if susp == NULL:
+        flag_suspicions(p, side, susp_buf)
+        susp = susp_buf
+    st.p_flag = p_flag
+    st.p_bomb = p_bomb
+    st.susp = susp
+    st2.p_flag = p_flag
+    st2.p_bomb = p_bomb
+    st2.susp = susp
+    st.cfg = cfg[0]
+    st2.cfg = cfg[0]
+    p.side = side
+    _prepare(p, &st, side)
+    for i in range(n):
+        m = moves[i]
+        a = p.board[m & 0xFF]
+        target = p.board[m >> 8]
+        if target >= 0 and not _is_long_strike(p, m):
+            out[i] = 0.0    # 9.2: moves that strike are sorted out of the strategic search
+            continue
+        s = _move_score(p, &st, m)
+        best = s
+        if not lookahead:
+            out[i] = s
+            continue
+        if room:
+            if target >= 0:
+                # Figure 9 plays the move as a win ("move.make(win)").
+                make_move_result(p, m, ATTACKER_WINS)
+                p.side = side
+                _prepare(p, &st2, side)
+                best = _best_next(p, &st2, best)
+            else:
+                make_move_result(p, m, NO_COMBAT)
+                p.side = side
+                # Only the moved piece's pull changes: walls are opponent pieces, t is unchanged.
+                keep_x = st.fx[a]
+                keep_y = st.fy[a]
+                keep_done = st.done[a]
+                _set_coords(p, &st, a)
+                st.done[a] = 0
+                best = _best_next(p, &st, best)
+                st.fx[a] = keep_x
+                st.fy[a] = keep_y
+                st.done[a] = keep_done
+            p.side = side ^ 1   # unmake flips it back to side
+            unmake_move(p)
+            if target < 0:
+                _set_coords(p, &st, a)
+        out[i] = s + best
+    p.side = saved_side
+
+
+# --- Python access (tests, benchmarks) -------------------------------------------------------------
+
+cdef void _fill(double* dst, object values, int count, str name) except *:
+    values = list(values)
+    if len(values) < count:
+        raise ValueError(f"{name}: {len(values)} values for {count} piece ids")
+    cdef int i
+    for i in range(count):
+        dst[i] = float(values[i])
+
+
+cdef int _load_moves(Position pos, int side, object moves, int* buf) except -1:
+    """Copy ``moves`` into ``buf`` after checking each starts on a piece of ``side`` and ends on an
+    empty square or an opponent piece (the C function trusts its caller on that)."""
+    cdef int n, i, frm, to, occ
+    cdef int squares = pos.p.stride * (pos.p.height + 2)
+    if side not in (0, 1):
+        raise ValueError(f"side {side}")
+    moves = list(moves)
+    if len(moves) > MAX_MOVES:
+        raise ValueError(f"{len(moves)} moves: at most {MAX_MOVES}")
+    n = len(moves)
+    for i in range(n):
+        buf[i] = moves[i]
+        frm = buf[i] & 0xFF
+        to = buf[i] >> 8
+        if not (0 <= frm < squares and 0 <= to < squares):
+            raise ValueError(f"move {buf[i]:#x}: off the board")
+        occ = pos.p.board[frm]
+        if occ < 0 or pos.p.powner[occ] != side:
+            raise ValueError(f"move {buf[i]:#x}: no piece of side {side} to move")
+        occ = pos.p.board[to]
+        if occ == BLOCKED or (occ >= 0 and pos.p.powner[occ] == side):
+            raise ValueError(f"move {buf[i]:#x}: target square not free")
+    return n
+
+
+def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_suspicion=None,
+                        bint lookahead=True, params=None):
+    """``strategic_scores`` on a ``Position``; the probability lists are indexed by piece id.
+    ``flag_suspicion`` None: counted by the thesis's rule (``flag_suspicions_py``).
+    ``lookahead`` False: each move's own score only. ``params``: an ``engine_ext.engine.settings.StrategicParams``
+    (the endgame hunt, the miner pull, the guards; docs/strategic.md);
+    None: the thesis's strategic search."""
+    cdef double pf[MAX_PIECES]
+    cdef double pb[MAX_PIECES]
+    cdef double fs[MAX_PIECES]
+    cdef int buf[MAX_MOVES]
+    cdef double out[MAX_MOVES]
+    cdef StrategicConfig cfg
+    cdef int count = pos.p.end_id[1]
+    cdef int n = _load_moves(pos, side, moves, buf)
+    cdef int i
+    cdef const double* fs_ptr = NULL
+    fill_strategic_config(&cfg, params)
+    _fill(pf, p_flag, count, "p_flag")
+    _fill(pb, p_bomb, count, "p_bomb")
+    if flag_suspicion is not None:
+        _fill(fs, flag_suspicion, count, "flag_suspicion")
+        fs_ptr = fs
+    with nogil:
+        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, &cfg)
+    return [out[i] for i in range(n)]
+
+
+def flag_suspicions_py(Position pos, int side):
+    """The thesis's flag suspicions of ``side``'s opponent pieces, by piece id."""
+    cdef double out[MAX_PIECES]
+    if side not in (0, 1):
+        raise ValueError(f"side {side}")
+    flag_suspicions(&pos.p, side, out)
+    return [out[i] for i in range(pos.p.end_id[1])]

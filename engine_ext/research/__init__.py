@@ -1,0 +1,2 @@
+"""Research tools beside the engine: the rank-value study and self-play.
+"""
