@@ -113,7 +113,7 @@ async def test_a_signal_mid_game_finishes_the_game_then_exits_0(
     assert result.reason in NORMAL_ENDS and not result.forfeits, result.summary()
     assert await exit_code(a) == 0
     assert red.left and not red.alive  # gone after the game: it takes no new one
-    assert [e["state"] for e in bots.events("a", "bot.daemon.health")][-1] == "disconnected"
+    assert [e["state"] for e in bots.events("a", "bot.health")][-1] == "disconnected"
     assert bots.events("a", "bot.goodbye_sent")[0]["reason"] == "shutting down"
     [stop] = bots.events("a", "bot.stop_requested")
     assert stop["signal"] == signal.Signals(signum).name and stop["in_game"] is True

@@ -145,5 +145,5 @@ async def test_the_states_of_a_session(tmp_path: Path) -> None:
     final = read_health(path)
     assert final is not None and final.get("stopped") is True and final["games"] == 1
     assert not check_health(path)[0]
-    log_states = [e["state"] for e in bots.events("h", "bot.daemon.health")]
+    log_states = [e["state"] for e in bots.events("h", "bot.health")]
     assert log_states[0] == "disconnected" and "connected" in log_states and log_states[-1] == "disconnected"

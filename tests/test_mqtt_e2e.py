@@ -135,7 +135,7 @@ async def test_a_full_game_over_mqtt(broker: Broker, bots: BotProcesses, tmp_pat
         await say_goodbye([session_a, session_b], [a, b])
     # the bots kept a heartbeat through the session and left it saying they stopped
     for token in ("a", "b"):
-        states = [e["state"] for e in bots.events(token, "bot.daemon.health")]
+        states = [e["state"] for e in bots.events(token, "bot.health")]
         assert states[0] == "disconnected" and "in_game" in states and states[-1] == "disconnected"
         assert states.index("idle") < states.index("in_game")
         closed = bots.events(token, "mqtt.channel_closed")[-1]
@@ -173,7 +173,7 @@ async def test_the_broker_link_cut_and_restored_mid_game(
         assert bots.events(token, "mqtt.reconnected"), f"bot-{token} never reconnected"
         assert not bots.events(token, "bot.connection_lost")  # the endpoint above never noticed
         # the heartbeat said so meanwhile: in a game, out of reach, in the game again
-        states = [e["state"] for e in bots.events(token, "bot.daemon.health")]
+        states = [e["state"] for e in bots.events(token, "bot.health")]
         playing = states.index("in_game")
         assert states[playing:playing + 3] == ["in_game", "disconnected", "in_game"]
 

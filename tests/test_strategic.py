@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine_ext import reference_strategic as ref
+from engine_ext.engine import reference_strategic as ref
 from engine_ext.engine.settings import StrategicParams
 from engine_ext.engine.strategic import flag_suspicions_py, strategic_scores_py
 from engine_ext.rules.core import Position

@@ -108,7 +108,7 @@ class HealthReporter:
         if key[0] != (self._last_key or (None,))[0]:
             self._since = time.time()
             self.history.append(str(status.get("state")))
-            log.info("bot.daemon.health", **{k: v for k, v in status.items() if k in ("state", "game_id", "stopping")})
+            log.info("bot.health", **{k: v for k, v in status.items() if k in ("state", "game_id", "stopping")})
         self._last_key = key
         now = time.time()
         status = {**status, "pid": os.getpid(), "updated": _iso(now), "updated_ts": round(now, 3),
