@@ -97,7 +97,7 @@ def docs_problems(model: type[BaseModel], text: str) -> list[str]:
 
 
 def struct_fields(pxd: str, struct: str) -> set[str]:
-    text = (ROOT / "engine_ext" / pxd).read_text()
+    text = (ROOT / "engine_ext" / "engine" / pxd).read_text()
     body = text.split(f"ctypedef struct {struct}:", 1)[1]
     names = set()
     for line in body.splitlines()[1:]:
@@ -110,7 +110,7 @@ def struct_fields(pxd: str, struct: str) -> set[str]:
 
 
 def stub_keywords(pyi: str, cls: str) -> set[str]:
-    tree = ast.parse((ROOT / "engine_ext" / pyi).read_text())
+    tree = ast.parse((ROOT / "engine_ext" / "engine" / pyi).read_text())
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == cls:
             for item in node.body:

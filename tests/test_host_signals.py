@@ -167,7 +167,7 @@ async def test_an_adjourned_game_is_recorded_with_its_moves_and_scored_for_nobod
     # Both bots heard the game is over, so they are free for the next one.
     await until(lambda: all(b.client.results for b in memory_bots))
     for bot in memory_bots:
-        assert bot.daemon.client.results[-1].reason == ADJOURNED and not bot.daemon.client.in_game
+        assert bot.client.results[-1].reason == ADJOURNED and not bot.client.in_game
 
 
 async def test_a_game_both_bots_left_before_it_started_is_void(host: Host, memory_bots: list[MemoryBot]) -> None:

@@ -580,7 +580,7 @@ def test_garbage_from_the_referee_exits_non_zero() -> None:
 # A child whose engine ignores its stop signal and would think for a minute: QUIT must still end it.
 STUBBORN_ENGINE_CHILD = """
 import sys, time
-from bot.daemon.service import engine_interface
+from bot.daemon import engine_interface
 class Stubborn:
     name = "stubborn"
     def choose_move(self, game, budget):
