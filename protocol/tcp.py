@@ -47,7 +47,12 @@ class TcpChannel:
             return b""
 
     async def send(self, data: bytes) -> None:
-        self._writer.write(data)
+        if self._writer.is_closing():
+            raise ConnectionResetError("the connection is closed")
+        try:
+            self._writer.write(data)
+        except RuntimeError as exc:  # uvloop: the transport closed under us ("the handler is closed")
+            raise ConnectionResetError(f"the connection is closed: {exc}") from exc
         # A peer that stops reading must not stall us forever: its buffers fill and the drain times out.
         async with asyncio.timeout(self._write_timeout):
             await self._writer.drain()

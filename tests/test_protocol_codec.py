@@ -507,3 +507,27 @@ def test_notifications_take_fields_a_later_minor_version_adds() -> None:
     goodbye, move = bot_codec().feed(line)
     assert goodbye == IncomingNotification("goodbye", GoodbyeParams(reason="done"))
     assert isinstance(move, InvalidMessage) and move.error.code == ErrorCode.INVALID_PARAMS  # requests stay strict
+
+
+async def test_a_closed_tcp_channel_refuses_to_send_with_a_connection_error() -> None:
+    """A goodbye sent on a connection that just closed is a ConnectionError (the endpoint's ConnectionClosed),
+    never the event loop's RuntimeError about a closed transport, which escaped as a traceback."""
+    accepted: list[Any] = []
+
+    async def on_channel(channel: Any) -> None:
+        accepted.append(channel)
+        await asyncio.sleep(0.2)
+
+    server = await serve("127.0.0.1", 0, on_channel)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        channel = await open_channel("127.0.0.1", port)
+        await channel.close()
+        with pytest.raises(ConnectionError):
+            await channel.send(b"{}\n")
+        endpoint = Endpoint(channel, bot_codec())
+        with pytest.raises(errors.ConnectionClosed):
+            await endpoint.notify("goodbye", GoodbyeParams(reason="bye"))
+    finally:
+        server.close()
+        await server.wait_closed()
