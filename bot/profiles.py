@@ -35,6 +35,7 @@ from typing import Any
 from bot.config import (
     BotProfile,
     ProfileError,
+    RegisteredEngineProfile,
     builtin_profiles,
     default_profile_name,
     engine_params_errors,
@@ -201,8 +202,8 @@ class ProfileSet:
         return self.profiles[default_profile_name()]
 
     def use_problems(self, environ: Mapping[str, str] | None = None) -> list[Problem]:
-        """What only shows when a profile is used, for every profile: its engine parameters (laid over the
-        engine's built-in profile, as at a game start) and its setup names."""
+        """What only shows when a profile is used, for every profile: the parameters of an engine registered
+        at run time (the others are typed when the file is read) and its setup names."""
         sources = profile_env_sources(environ)
         problems: list[Problem] = []
         for name, profile in sorted(self.profiles.items()):
@@ -210,9 +211,13 @@ class ProfileSet:
             source = str(path) if path is not None else f"profile {name!r} (built in)"
             env_prefix = profile_env_prefix(path.stem) if path is not None else None
             env_set = sources.get(path.stem.lower(), {}) if path is not None else {}
-            errors = engine_params_errors(profile.engine, profile.engine_params)
-            problems += validation_problems(errors, source, model=engine_params_model(profile.engine),
-                                            loc_prefix=("engine_params",), env_prefix=env_prefix, env_set=env_set)
+            if isinstance(profile, RegisteredEngineProfile):
+                # The engines this project knows were typed when the file was read; one registered at run
+                # time is checked by its own factory.
+                errors = engine_params_errors(profile.engine, profile.engine_params)
+                problems += validation_problems(errors, source, model=engine_params_model(profile.engine),
+                                                loc_prefix=("engine_params",), env_prefix=env_prefix,
+                                                env_set=env_set)
             try:
                 SetupChooser(profile.setup, get_ruleset("classic"))
             except Exception as exc:  # any failure to set up is the profile's problem

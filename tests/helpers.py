@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import pytest
 from pydantic import BaseModel
 
-from bot.config import BotProfile
+from bot.config import BotProfile, make_profile
 from bot.daemon.client import BotClient
 from bot.daemon.engine_interface import ENGINES, MoveEngine, SearchBudget
 from engine_ext.rules.game import Game, Move, RulesOptions
@@ -138,9 +138,11 @@ def register(monkeypatch: pytest.MonkeyPatch, engine: MoveEngine) -> BotProfile:
     def factory(params: Mapping[str, Any], seed: int | None) -> MoveEngine:
         return engine
 
-    monkeypatch.setitem(ENGINES, engine.name, factory)
-    return BotProfile(name=engine.name, engine=engine.name, move_time_soft=0.1, move_time_hard=0.3,
-                      safety_margin=0.05)
+    # Registered under a name of its own: an engine named like a known one ("ucc") would be typed as that one.
+    registered = f"{engine.name}-under-test"
+    monkeypatch.setitem(ENGINES, registered, factory)
+    return make_profile(name=engine.name, engine=registered, move_time_soft=0.1, move_time_hard=0.3,
+                        safety_margin=0.05)
 
 
 # --- a host in the test: the calls of a game, straight to a bot's handler ------------------------------------

@@ -21,6 +21,7 @@ from bot.config import (
     builtin_profiles,
     default_profile_name,
     get_profile,
+    make_profile,
     profile_from_mapping,
 )
 from bot.daemon.client import BotClient, Phase
@@ -367,7 +368,7 @@ async def test_quick_moves_bank_time_for_the_next_ones(monkeypatch: pytest.Monke
 def test_move_times_take_the_tighter_limits() -> None:
     """The first move's budget under the host's options and the profile's times (the time manager's
     banking over a game: tests/test_timeman.py)."""
-    client = BotClient(BotProfile(name="p", move_time_soft=5, move_time_hard=15, safety_margin=0.25))
+    client = BotClient(make_profile(name="p", move_time_soft=5, move_time_hard=15, safety_margin=0.25))
 
     def first_move() -> tuple[float, float]:
         return TimeManager(client._time_limits()).spans(0)
@@ -385,7 +386,7 @@ async def test_the_profile_can_follow_the_opponent() -> None:
 
     def select(opponent: str | None) -> BotProfile:
         chosen.append(opponent)
-        return BotProfile(name=f"vs-{opponent}", engine="random")
+        return make_profile(name=f"vs-{opponent}", engine="random")
 
     client = BotClient(get_profile("random"), select_profile=select)
     await FakeHost(client, Side.BLUE).set_up()
@@ -402,7 +403,7 @@ def one_connection_daemon(client: BotClient, channel: Channel) -> BotDaemon:
         assert connections == 1, "the daemon connected again"
         return channel
 
-    return BotDaemon(client, HelloParams(name="b", version="0", protocol="1.0"), connect, transport="memory",
+    return BotDaemon(client, HelloParams(name="b", version="0", protocol=PROTOCOL_VERSION), connect, transport="memory",
                      options=DaemonOptions(handle_signals=False))
 
 
@@ -470,8 +471,8 @@ def test_profiles_validate_and_name_the_bad_key() -> None:
             profile_from_mapping(data, source="test.toml")
     with pytest.raises(ProfileError, match="unknown profile 'nope'"):
         get_profile("nope")
-    with pytest.raises(ProfileError, match="depth"):
-        BotProfile(name="r", engine="random", engine_params={"depth": 3}).create_engine()
+    with pytest.raises(ProfileError, match=r"engine_params: engine .random. takes no parameters, got: depth"):
+        profile_from_mapping({"name": "r", "engine": "random", "engine_params": {"depth": 3}}, source="r.toml")
 
 
 def test_random_engine_is_seeded_and_legal() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import BotProfile, ProfileError
+from bot.config import ProfileError, make_profile, profile_from_mapping
 from bot.profiles import ProfileSet, profile_env_overrides
 from bot.settings import ConfigError, load_settings
 
@@ -117,7 +117,7 @@ class TestProfiles:
 
     def test_profile_model_refuses_unknown_engine(self) -> None:
         with pytest.raises(ValueError, match="unknown engine"):
-            BotProfile(name="x", engine="deep-blue")
+            make_profile(name="x", engine="deep-blue")
 
 
 class TestConfigCommands:
@@ -145,3 +145,68 @@ class TestConfigCommands:
         assert data["settings"]["connection"]["port"] == 7777
         assert data["settings"]["connection"]["password"] == "***" and "hunter2" not in out.stdout
         assert data["selected_for"] == {"ProbeX": "probe"}
+
+
+class TestProfilesAreTypedByTheirEngine:
+    """A profile is a discriminated union on ``engine``: engine_params are checked against that engine's
+    model when the file is read, before any engine is created."""
+
+    def test_a_misspelt_search_setting_fails_when_read_and_creates_no_engine(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from bot.daemon import engine_interface
+
+        def no_engine(params: object, seed: object) -> object:
+            raise AssertionError("reading a profile must not create an engine")
+
+        monkeypatch.setitem(engine_interface.ENGINES, "pemm", no_engine)
+        with pytest.raises(ProfileError, match=r"x\.toml: engine_params\.max_depht: not a known setting "
+                                               r"\(did you mean max_depth\?\)"):
+            profile_from_mapping({"name": "x", "engine": "pemm", "engine_params": {"max_depht": 3}}, "x.toml")
+        with pytest.raises(ProfileError, match=r"x\.toml: engine_params\.fear\.own_fear_min"):
+            profile_from_mapping({"name": "x", "engine": "perspecto",
+                                  "engine_params": {"fear": {"own_fear_min": "high"}}}, "x.toml")
+
+    def test_each_engine_lays_the_file_over_its_own_built_in_settings(self) -> None:
+        from bot.config import SearchEngineProfile
+        from engine_ext.engine.settings import builtin_settings
+
+        for engine in ("pemm", "perspecto"):
+            profile = profile_from_mapping({"name": "x", "engine": engine,
+                                            "engine_params": {"fear": {"own_fear_min": 0.25}}})
+            assert isinstance(profile, SearchEngineProfile)
+            expected = builtin_settings(engine).model_dump()
+            expected["fear"] = {**expected["fear"], "own_fear_min": 0.25}
+            assert profile.engine_params.model_dump() == expected
+            assert profile.engine_params_set() == {"fear": {"own_fear_min": 0.25}}
+
+    def test_a_ucc_profile_needs_its_command_when_read(self) -> None:
+        from bot.config import UccProfile
+
+        with pytest.raises(ProfileError, match=r"u\.toml: engine_params\.command: Field required"):
+            profile_from_mapping({"name": "u", "engine": "ucc"}, "u.toml")
+        with pytest.raises(ProfileError, match=r"u\.toml: engine_params\.command: Field required"):
+            profile_from_mapping({"name": "u", "engine": "ucc", "engine_params": {"setup_time": 5}}, "u.toml")
+        profile = profile_from_mapping({"name": "u", "engine": "ucc",
+                                        "engine_params": {"command": "prog --fast", "setup_time": 5}})
+        assert isinstance(profile, UccProfile) and profile.engine_params.argv() == ["prog", "--fast"]
+        assert profile.engine_param_values() == {"command": "prog --fast", "setup_time": 5.0}
+
+    def test_an_engine_registered_at_run_time_is_judged_by_its_factory(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from bot.config import RegisteredEngineProfile, engine_params_errors
+        from bot.daemon import engine_interface
+        from bot.daemon.engine_interface import EngineConfigError
+
+        def picky(params: dict[str, object], seed: object) -> object:
+            if params.get("speed") != "fast":
+                raise EngineConfigError("speed must be 'fast'")
+            return object()
+
+        monkeypatch.setitem(engine_interface.ENGINES, "picky", picky)
+        profile = make_profile(name="p", engine="picky", engine_params={"speed": "slow"})
+        assert isinstance(profile, RegisteredEngineProfile)
+        assert [e["msg"] for e in engine_params_errors("picky", profile.engine_params)] == ["speed must be 'fast'"]
+        with pytest.raises(ProfileError, match="unknown engine 'nobody'"):
+            profile_from_mapping({"name": "n", "engine": "nobody"})

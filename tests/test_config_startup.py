@@ -20,6 +20,7 @@ import pytest
 from bot.cli import main
 from bot.profiles import load_configuration
 from bot.settings import ENV_NOT_SETTINGS, ENV_PREFIX, ConfigDirMissing, ConfigError, load_settings, settings_env
+from engine_ext.engine.settings import EngineSettings, builtin_settings
 
 REPO = Path(__file__).resolve().parents[1]
 SCALE_ENV = "PERSPECTO_PROFILES__DEFAULT__ENGINE_PARAMS__SCALE"
@@ -123,7 +124,12 @@ def test_a_good_configuration_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     config = config_with_profile(tmp_path, 'engine = "perspecto"\n[engine_params]\nlocal_radius = 3\n')
     monkeypatch.setenv(SCALE_ENV, "KS")
     settings, profiles = load_configuration(config)
-    assert profiles.select(None).engine_params == {"local_radius": 3, "scale": "KS"}
+    profile = profiles.select(None)
+    assert profile.engine_params_set() == {"local_radius": 3, "scale": "KS"}
+    # Typed from the file on: the engine's settings, the built-in perspecto values under what was set.
+    assert isinstance(profile.engine_params, EngineSettings)
+    built_in = builtin_settings("perspecto")
+    assert profile.engine_params.local_radius == 3 and profile.engine_params.full_plies == built_in.full_plies
     assert settings.default_profile == "default"
 
 

@@ -218,8 +218,8 @@ def test_params_reach_only_the_side_they_name() -> None:
     params = ["A.home_guard=0", "pemm.max_depth=3", "B.fear.own_fear_min=0.3"]
     a = make_player("perspecto", get_profile("perspecto"), label="A", params=params, depth=5)
     b = make_player("pemm", get_profile("pemm"), label="B", params=params, depth=5)
-    assert a.profile.engine_params == {"threads": 1, "max_depth": 5, "home_guard": 0}
-    assert b.profile.engine_params == {"threads": 1, "max_depth": 3, "fear": {"own_fear_min": 0.3}}
+    assert a.profile.engine_params_set() == {"threads": 1, "max_depth": 5, "home_guard": 0}
+    assert b.profile.engine_params_set() == {"max_depth": 3, "fear": {"own_fear_min": 0.3}}  # pemm: one thread built in
     with pytest.raises(LabError, match="home_gaurd"):
         make_player("perspecto", get_profile("perspecto"), label="A", params=["A.home_gaurd=1"])
     with pytest.raises(LabError, match=r"expected SIDE\.KEY=VALUE"):

@@ -28,7 +28,7 @@ def play(manager: TimeManager, clock: FakeClock, seconds: list[float], ply: int 
 
 def test_the_tournament_limits_are_written_once() -> None:
     """15 s a move, 5 s on average, a draw at 2000 plies: every default that means them agrees."""
-    from bot.config import BotProfile
+    from bot.config import make_profile
     from bot.game_options import GameOptions
     from bot.host.referee import HostSettings
 
@@ -36,7 +36,7 @@ def test_the_tournament_limits_are_written_once() -> None:
     assert written == (15.0, 5.0, 2000)
     for options in (TimeLimits(), GameOptions(), HostSettings()):
         assert (options.move_time_max, options.move_time_average, options.move_limit) == written
-    profile = BotProfile(name="p")
+    profile = make_profile(name="p")
     assert (profile.move_time_hard, profile.move_time_soft) == written[:2]
     assert RulesOptions().move_limit == tournament.MOVE_LIMIT
 

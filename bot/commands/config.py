@@ -66,7 +66,9 @@ def run_show(args: argparse.Namespace) -> int:
         "config_dir": str(config_dir(args.config)),
         "settings": settings.redacted(),
         "profiles": {
-            name: {**p.model_dump(mode="json"), "file": str(profiles.files.get(name, "(built in)"))}
+            # engine_params: what the profile sets over its engine's built-in settings, as the file says it.
+            name: {**p.model_dump(mode="json"), "engine_params": p.engine_params_set(),
+                   "file": str(profiles.files.get(name, "(built in)"))}
             for name, p in sorted(profiles.profiles.items())
         },
     }

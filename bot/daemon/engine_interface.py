@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from engine_ext.engine.timeman import MoveTimes
 from engine_ext.rules.game import Game, Move
@@ -100,7 +100,8 @@ def _random_engine(params: Mapping[str, Any], seed: int | None) -> MoveEngine:
 
 
 # The compiled engines of engine_ext, by the built-in engine profile they start from.
-SEARCH_ENGINES = ("minimax", "expectiminimax", "pemm", "perspecto")
+SearchEngineName = Literal["minimax", "expectiminimax", "pemm", "perspecto"]
+SEARCH_ENGINES: tuple[str, ...] = get_args(SearchEngineName)
 
 
 def _search_engine(kind: str) -> EngineFactory:

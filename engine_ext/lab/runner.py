@@ -171,7 +171,7 @@ def make_player(name: str, profile: BotProfile, *, label: str = "", params: Iter
     """The profile as the lab plays it: one search thread, ``depth`` as its ``max_depth``, and every
     ``--param`` aimed at this side (by ``label`` "A"/"B" or by the profile's name) laid over its
     ``engine_params``. A bad key or value is a ``LabError`` naming it, raised before any game starts."""
-    engine_params: dict[str, Any] = dict(profile.engine_params)
+    engine_params: dict[str, Any] = profile.engine_param_values()
     if profile.engine in SEARCH_ENGINES:
         # One thread a search: the workers take the cores, and one thread keeps a node budget exact.
         engine_params["threads"] = 1
@@ -622,7 +622,7 @@ class Match:
         elo = self.elo()
         out: dict[str, Any] = {
             "a": self.a.name, "b": self.b.name, "a_profile": self.a.profile.name, "b_profile": self.b.profile.name,
-            "a_params": self.a.profile.engine_params, "b_params": self.b.profile.engine_params,
+            "a_params": self.a.profile.engine_params_set(), "b_params": self.b.profile.engine_params_set(),
             "games": t.games, "pairs": self.consumed_pairs, "wins": t.wins, "draws": t.draws, "losses": t.losses,
             "score": t.score if t.games else None,
             "pentanomial": list(self.pentanomial.counts),
