@@ -143,6 +143,13 @@ class StrategicSettings(BaseModel):
     miner_pull: float = Field(
         1.0, ge=0.0, description="not in the thesis: a factor on Appendix 1's rules 3 and 5, the miner's "
         "pulls towards likely bombs and flags among the unknown pieces (1: as written)")
+    chase_weight: float = Field(
+        0.0, ge=0.0, description="not in the thesis: the weight of the two-squares chase model "
+        "(docs/two-squares.md) in the strategic search: each root move scores this times the change it "
+        "makes to the chases the rule decides (the chased piece's value, a tenth less for every attacker "
+        "move to its capture; ours up, theirs down; none where a piece on the trap's border may protect "
+        "the chased one), and a known piece that escapes a closed trap no longer pulls the chaser; needs "
+        "the game's two-squares rule; 0: off")
 
 
 class FlagDefence(BaseModel):
@@ -266,6 +273,7 @@ class StrategicParams:
     miner_pull: float = 1.0
     miner_guard: float = 0.0
     home_guard: float = 0.0
+    chase_weight: float = 0.0
 
 
 # The SearchParams fields that are no setting: the algorithm (from ``engine``), the game's two-squares
@@ -354,6 +362,7 @@ def strategic_params(settings: EngineSettings, opponent_movers: int) -> Strategi
         miner_pull=miner_pull,
         miner_guard=settings.miner_guard,
         home_guard=settings.home_guard,
+        chase_weight=settings.chase_weight,
     )
 
 # The thesis's first tests (section 8) used a fixed depth of five plies, local search, and the early
