@@ -490,9 +490,10 @@ cdef double _chase_balance(Pos* p, int side, const double* piece_values, int lim
     """The chase balance of ``p`` for ``side``: over every chase pair the look-ahead calls a capture in
     k attacker moves with no protector on the trap's border, the defender's value times
     CHASE_DISCOUNT ** (k - 1), added when ``side`` chases and taken off when ``side``'s piece is chased
-    (k = 1, a piece left en prise, counts too: the search sees it as well). ``no_pull`` (may be NULL) gets every pair of
-    ``side``'s attacker and a defender the look-ahead sees escape for sure: out of reach, to a refuge
-    or by the sideways count of a closed trap (not when it merely found no trap area). The pairs are
+    (k = 1, a piece left en prise, counts too: the search sees it as well). ``no_pull`` (may be NULL)
+    gets every pair of ``side``'s attacker and a defender the look-ahead sees escape for sure: out of
+    reach, to a refuge or by the sideways count of a closed trap (not when it merely found no trap
+    area). The pairs are
     those within CHASE_DISTANCE steps and those ``tracked`` marks (may be NULL; [attacker id *
     MAX_PIECES + defender id]); ``track`` (may be NULL) gets every pair taken."""
     cdef int n = scan_c(p, limit, CHASE_DISTANCE, buf, MAX_CANDIDATES, tracked)
