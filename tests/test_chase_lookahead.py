@@ -370,3 +370,16 @@ def test_bad_input_gets_the_oracles_clear_error() -> None:
     with pytest.raises(ChaseInputError, match="count"):
         look_ahead(board, ChaseState(state.attacker, state.defender, Role.ATTACKER, PieceHistory(S("J9"), 4)),
                    ChaseRules(limit=3))
+
+
+def test_scan_also_takes_the_listed_pairs_at_any_distance() -> None:
+    # The engine follows a chase pair found at the root after its move, however far the defender went.
+    pieces = [(0, 0, 0, int(Rank.GENERAL)), (0, 5, 1, int(Rank.CAPTAIN))]
+    position = Position(2, 8, [], pieces, side=0)
+    assert scan(position, 5, 3) == []
+    (found,) = scan(position, 5, 3, also=[(0, 1)])
+    assert (found.attacker, found.defender, found.attacker_side) == (Square(0, 0), Square(0, 5), 0)
+    assert found.verdict.captured   # a one-line corridor: the captain runs into the end
+    assert scan(position, 5, 3, also=[(1, 0)]) == []    # the pair's attacker comes first
+    with pytest.raises(ValueError, match="piece ids"):
+        scan(position, 5, 3, also=[(0, 200)])

@@ -11,12 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine_ext.chase.lookahead import LookAhead, scan
 from engine_ext.engine import reference_strategic as ref
-from engine_ext.engine.settings import StrategicParams
+from engine_ext.engine.facade import initial_counts
+from engine_ext.engine.scales import get_scale
+from engine_ext.engine.search import SearchRunner
+from engine_ext.engine.settings import StrategicParams, builtin_settings, search_params
 from engine_ext.engine.strategic import flag_suspicions_py, strategic_scores_py
 from engine_ext.rules.core import Position
-from engine_ext.rules.pieces import Rank
-from engine_ext.rules.rulesets import CLASSIC, MINI
+from engine_ext.rules.game import Game, RulesOptions
+from engine_ext.rules.notation import Move
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import CLASSIC, MINI, Square
 from tests.helpers import play_random, random_game
 
 RED, BLUE = 0, 1
@@ -543,3 +549,232 @@ def test_compiled_equals_reference(seed: int, plies: int, hide: float, classic: 
         slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, params=params)
         assert fast == pytest.approx(slow, abs=1e-9)
     assert flag_suspicions_py(pos, pos.side) == ref.flag_suspicions(pos, pos.side)
+
+
+# --- the two-squares chase model (not in the thesis; docs/two-squares.md, *The engine's use*) -----------
+
+VALUES = [list(get_scale("thesis").base_array())] * 2  # a known piece's value by [side][rank]
+LIMIT = 5  # the tournament's two-squares N
+# A two-column trap: lakes fill column 2, so columns 0 and 1 are closed on every side. Each side has a
+# sergeant in the open columns 3..5 to play elsewhere.
+CORRIDOR = tuple((2, row) for row in range(6))
+
+
+def chase_board(pieces: list[Piece], lakes: tuple[tuple[int, int], ...] = CORRIDOR) -> Position:
+    spare = [(4, 0, RED, int(Rank.SERGEANT)), (4, 5, BLUE, int(Rank.SERGEANT))]
+    return board(pieces + spare, width=6, height=6, lakes=lakes)
+
+
+def chase_terms(pos: Position, weight: float = 1.0) -> dict[tuple[tuple[int, int], tuple[int, int]], float]:
+    """Each legal move's chase term (its score with the model less its score without), compiled and
+    reference agreeing; keyed by (from, to) coordinates."""
+    pf, pb = probs(pos)
+    moves = pos.moves()
+    on = StrategicParams(chase_weight=weight)
+    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, params=on, piece_values=VALUES, two_squares=LIMIT)
+    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, params=on, piece_values=VALUES, two_squares=LIMIT)
+    assert fast == pytest.approx(slow, abs=1e-9)
+    plain = strategic_scores_py(pos, pos.side, pf, pb, moves, params=StrategicParams(), piece_values=VALUES,
+                                two_squares=LIMIT)
+    return {(pos.coords(m & 0xFF), pos.coords(m >> 8)): f - p for m, f, p in zip(moves, fast, plain, strict=True)}
+
+
+def chase_value(rank: Rank, attacker_moves: int) -> float:
+    return VALUES[0][int(rank)] * ref.CHASE_DISCOUNT ** (attacker_moves - 1)
+
+
+def verdict_after(pos: Position, frm: tuple[int, int], to: tuple[int, int]) -> LookAhead | None:
+    """The look-ahead's verdict on the chase in the trap (columns 0..2) after the move (None: none)."""
+    after = pos.copy()
+    after.make(pos.square(*frm) | (pos.square(*to) << 8))
+    found = [c for c in scan(after, LIMIT, 10) if c.attacker.col <= 2 and c.defender.col <= 2]
+    assert len(found) <= 1
+    return found[0].verdict if found else None
+
+
+def test_the_chase_model_carries_on_an_enforced_chase() -> None:
+    # Our colonel below their known captain in the closed two-column trap: a capture the rule enforces.
+    pos = chase_board([(0, 1, RED, int(Rank.COLONEL)), (0, 4, BLUE, int(Rank.CAPTAIN))])
+    (root,) = scan(pos, LIMIT)
+    assert root.verdict.captured and root.verdict.attacker_moves is not None
+    terms = chase_terms(pos, weight=0.5)
+    before = chase_value(Rank.CAPTAIN, root.verdict.attacker_moves)
+    for (frm, to), term in terms.items():
+        after = verdict_after(pos, frm, to)
+        assert after is not None
+        kept = chase_value(Rank.CAPTAIN, after.attacker_moves) if after.attacker_moves is not None else 0.0
+        assert term == pytest.approx(0.5 * (kept - before))
+    forward = terms[((0, 1), (0, 2))]
+    assert forward > 0
+    assert forward == max(terms.values())              # closing in beats waiting and stepping back
+    assert terms[((0, 1), (0, 0))] < terms[((4, 0), (4, 1))]
+    # Stepping onto the neighbouring line lets the captain go (the sideways count, seed 6).
+    sideways = verdict_after(pos, (0, 1), (1, 1))
+    assert sideways is not None and not sideways.captured and sideways.reason == "count"
+    assert terms[((0, 1), (1, 1))] == pytest.approx(-0.5 * before)
+
+
+def test_an_endangered_piece_leaves_before_the_trap_closes() -> None:
+    # Their known general above our captain in a two-column trap whose top (rows 4, 5) opens onto
+    # columns 2..5: stepping sideways now reaches the refuge; waiting, the general closes in.
+    lakes = tuple((2, row) for row in range(4))
+    pos = chase_board([(0, 1, RED, int(Rank.CAPTAIN)), (0, 2, BLUE, int(Rank.GENERAL))], lakes)
+    (root,) = scan(pos, LIMIT)
+    assert root.verdict.captured and root.attacker_side == BLUE
+    assert verdict_after(pos, (0, 1), (1, 1)) is not None
+    assert not verdict_after(pos, (0, 1), (1, 1)).captured     # type: ignore[union-attr]
+    terms = chase_terms(pos)
+    assert root.verdict.attacker_moves is not None
+    assert terms[((0, 1), (1, 1))] == pytest.approx(chase_value(Rank.CAPTAIN, root.verdict.attacker_moves))
+    assert terms[((0, 1), (1, 1))] == max(terms.values())
+    # Deeper into the trap, or playing elsewhere (the general then takes the captain), loses.
+    assert terms[((0, 1), (0, 0))] < 0
+    assert terms[((4, 0), (4, 1))] == pytest.approx(chase_value(Rank.CAPTAIN, root.verdict.attacker_moves)
+                                                    - chase_value(Rank.CAPTAIN, 1))
+
+
+def test_a_defender_out_of_the_scans_reach_is_still_chased() -> None:
+    # The root's pairs are followed after the move whatever the distance: stepping from 3 to 4 squares
+    # away in a closed trap is no escape.
+    pos = chase_board([(0, 2, RED, int(Rank.CAPTAIN)), (0, 5, BLUE, int(Rank.GENERAL))])
+    (root,) = scan(pos, LIMIT)
+    after = verdict_after(pos, (0, 2), (0, 1))
+    assert after is not None and after.captured and after.attacker_moves is not None
+    assert root.verdict.attacker_moves is not None
+    term = chase_terms(pos)[((0, 2), (0, 1))]
+    assert term == pytest.approx(chase_value(Rank.CAPTAIN, root.verdict.attacker_moves)
+                                 - chase_value(Rank.CAPTAIN, after.attacker_moves))
+    assert term < chase_value(Rank.CAPTAIN, root.verdict.attacker_moves)   # not counted as an escape
+
+
+@pytest.mark.parametrize(("border_piece", "counted"), [
+    ((2, 3, BLUE, int(Rank.UNKNOWN)), False),   # may be a stronger piece: it protects the captain
+    ((2, 3, BLUE, int(Rank.SERGEANT)), False),  # known, weaker than the colonel: cannot protect it
+    ((2, 3, BLUE, int(Rank.GENERAL)), False),   # beats the colonel
+    ((2, 3, RED, int(Rank.BOMB)), True),        # our own piece: part of the barrier
+])
+def test_risk_management_drops_a_chase_a_border_piece_may_protect(border_piece: Piece, counted: bool) -> None:
+    lakes = tuple(sq for sq in CORRIDOR if sq != border_piece[:2])
+    pos = chase_board([(0, 1, RED, int(Rank.COLONEL)), (0, 4, BLUE, int(Rank.CAPTAIN)), border_piece], lakes)
+    (root,) = [c for c in scan(pos, LIMIT) if c.defender.col == 0]
+    assert root.verdict.captured
+    protected = bool(root.protectors)
+    assert protected == (border_piece[2] == BLUE and border_piece[3] != int(Rank.SERGEANT))
+    terms = chase_terms(pos)
+    assert (terms[((0, 1), (0, 2))] > 0) == (counted or not protected)
+
+
+def test_a_sure_escape_stops_appendix_1_pulling_the_chaser() -> None:
+    # Rule 10 pulls our major towards their known captain (8). Behind a wall of lakes the captain is out
+    # of reach ("separate"); on an open board it reaches a refuge: the pull stops (the pointless chase).
+    walled = board([(0, 4, RED, int(Rank.MAJOR)), (2, 5, BLUE, int(Rank.CAPTAIN))], width=4, height=8,
+                   lakes=tuple((1, row) for row in range(8)))
+    open_board = board([(0, 4, RED, int(Rank.MAJOR)), (2, 5, BLUE, int(Rank.CAPTAIN))], width=8, height=8)
+    for pos, reason in ((walled, "separate"), (open_board, "refuge")):
+        assert [c.verdict.reason for c in scan(pos, LIMIT)] == [reason]
+        pf, pb = probs(pos)
+        up = [move(pos, (0, 4), UP)]
+        on = StrategicParams(chase_weight=1.0)
+        without = strategic_scores_py(pos, RED, pf, pb, up, lookahead=False)[0]
+        fast = strategic_scores_py(pos, RED, pf, pb, up, lookahead=False, params=on, piece_values=VALUES,
+                                   two_squares=LIMIT)[0]
+        slow = ref.strategic_scores(pos, RED, pf, pb, up, lookahead=False, params=on, piece_values=VALUES,
+                                    two_squares=LIMIT)[0]
+        assert without > 0.0
+        assert fast == slow == 0.0
+
+
+def test_an_enforced_chase_keeps_appendix_1_pulling() -> None:
+    # In the closed trap the colonel's pull towards the captain (rule 12) stays; the model adds its term.
+    pos = chase_board([(0, 1, RED, int(Rank.COLONEL)), (0, 4, BLUE, int(Rank.CAPTAIN))])
+    (root,) = scan(pos, LIMIT)
+    after = verdict_after(pos, (0, 1), (0, 2))
+    assert root.verdict.attacker_moves is not None and after is not None and after.attacker_moves is not None
+    pf, pb = probs(pos)
+    up = [move(pos, (0, 1), UP)]
+    without = strategic_scores_py(pos, RED, pf, pb, up, lookahead=False)[0]
+    with_model = strategic_scores_py(pos, RED, pf, pb, up, lookahead=False, params=StrategicParams(chase_weight=1.0),
+                                     piece_values=VALUES, two_squares=LIMIT)[0]
+    assert without > 0.0
+    assert with_model - without == pytest.approx(chase_value(Rank.CAPTAIN, after.attacker_moves)
+                                                 - chase_value(Rank.CAPTAIN, root.verdict.attacker_moves))
+
+
+def test_the_chase_model_is_off_without_weight_rule_or_values() -> None:
+    pos = chase_board([(0, 1, RED, int(Rank.COLONEL)), (0, 4, BLUE, int(Rank.CAPTAIN))])
+    pf, pb = probs(pos)
+    moves = pos.moves()
+    plain = strategic_scores_py(pos, RED, pf, pb, moves)
+    on = StrategicParams(chase_weight=1.0)
+    assert strategic_scores_py(pos, RED, pf, pb, moves, params=on, piece_values=VALUES) == plain  # no rule
+    assert strategic_scores_py(pos, RED, pf, pb, moves, params=on, two_squares=LIMIT) == plain    # no values
+    assert strategic_scores_py(pos, RED, pf, pb, moves, piece_values=VALUES, two_squares=LIMIT) == plain
+    assert strategic_scores_py(pos, RED, pf, pb, moves, params=on, piece_values=VALUES, two_squares=LIMIT) != plain
+
+
+def test_the_reference_chase_model_wants_the_side_to_move() -> None:
+    pos = chase_board([(0, 1, RED, int(Rank.COLONEL)), (0, 4, BLUE, int(Rank.CAPTAIN))])
+    pf, pb = probs(pos)
+    with pytest.raises(ValueError, match="side to move"):
+        ref.strategic_scores(pos, BLUE, pf, pb, [], params=StrategicParams(chase_weight=1.0), piece_values=VALUES,
+                             two_squares=LIMIT)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    plies=st.integers(0, 400),
+    hide=st.floats(0.0, 1.0),
+    classic=st.booleans(),
+    weight=st.sampled_from([0.25, 1.0]),
+    hunt=st.booleans(),
+)
+def test_compiled_equals_reference_with_the_chase_model(seed: int, plies: int, hide: float, classic: bool,
+                                                        weight: float, hunt: bool) -> None:
+    pos = _view(seed, plies, hide, classic, True)
+    pf, pb = [0.0] * pos.piece_count, [0.1] * pos.piece_count
+    moves = pos.moves()
+    params = StrategicParams(chase_weight=weight, hunt_force=32.0 if hunt else 0.0)
+    fast = strategic_scores_py(pos, pos.side, pf, pb, moves, params=params, piece_values=VALUES, two_squares=LIMIT)
+    slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, params=params, piece_values=VALUES, two_squares=LIMIT)
+    assert fast == pytest.approx(slow, abs=1e-9)
+
+
+def test_random_positions_exercise_the_chase_model() -> None:
+    # The property above is not vacuous: on seeded random games with every rank known, the model changes
+    # the scores of many positions, both by its terms and by dropped pulls.
+    changed = 0
+    for seed in range(30):
+        pos = _view(seed, 150 + 10 * seed, 0.0, True, True)
+        pf, pb = [0.0] * pos.piece_count, [0.1] * pos.piece_count
+        moves = pos.moves()
+        on = strategic_scores_py(pos, pos.side, pf, pb, moves, params=StrategicParams(chase_weight=1.0),
+                                 piece_values=VALUES, two_squares=LIMIT)
+        off = strategic_scores_py(pos, pos.side, pf, pb, moves, piece_values=VALUES, two_squares=LIMIT)
+        slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, params=StrategicParams(chase_weight=1.0),
+                                    piece_values=VALUES, two_squares=LIMIT)
+        assert on == pytest.approx(slow, abs=1e-9)
+        changed += on != off
+    assert changed >= 10
+
+
+def test_the_search_runner_hands_the_chase_model_its_values_and_the_rule() -> None:
+    # The engine's path (SearchRunner.strategic, as the facade calls it): their known general next to our
+    # captain in a two-column trap (blue bombs on C1..C4) that opens at the top. With the model the
+    # captain steps onto the other line, the way out (the unit test above on a small board).
+    red = {Square.parse("A2"): Rank.CAPTAIN, Square.parse("J1"): Rank.FLAG, Square.parse("H1"): Rank.SERGEANT}
+    blue = {Square.parse("A3"): Rank.GENERAL, Square.parse("J10"): Rank.FLAG, Square.parse("J7"): Rank.SCOUT}
+    blue |= {Square(2, row): Rank.BOMB for row in range(4)}
+    view = Game(RulesOptions(ruleset=CLASSIC, two_squares=5), red, blue, validate_setups=False)  # all known
+    legal = view.legal_codes()
+    moves = [view.move_of(code) for code in legal]
+    settings = builtin_settings("perspecto")
+    runner = SearchRunner(view.position, int(Side.RED), initial_counts(view), search_params(settings, two_squares=5))
+    plain = runner.strategic(legal, StrategicParams())
+    chasing = runner.strategic(legal, StrategicParams(chase_weight=1.0))
+    assert moves[max(range(len(legal)), key=chasing.__getitem__)] == Move.parse("A2-B2")
+    assert chasing[moves.index(Move.parse("A2-B2"))] > plain[moves.index(Move.parse("A2-B2"))]
+    assert chasing[moves.index(Move.parse("A2-A1"))] < plain[moves.index(Move.parse("A2-A1"))]
+    # Without the two-squares rule in the search there is no chase to model.
+    unruled = SearchRunner(view.position, int(Side.RED), initial_counts(view), search_params(settings, two_squares=0))
+    assert unruled.strategic(legal, StrategicParams(chase_weight=1.0)) == plain

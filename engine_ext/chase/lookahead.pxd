@@ -1,7 +1,7 @@
 # cython: language_level=3
 # The seed's static look-ahead of the two-squares chase (engine_ext/chase/lookahead.pyx).
 
-from engine_ext.rules.core cimport MAX_SQ, Pos
+from engine_ext.rules.core cimport MAX_PIECES, MAX_SQ, Pos
 
 cdef enum:
     CELL_OPEN = 0           # a square either chasing piece may step on
@@ -40,4 +40,6 @@ ctypedef struct Candidate:
 
 cdef void look_ahead_c(const ChaseGrid* g, int a, int d, bint a_to_move, int a_from, int a_count,
                        int d_from, int d_count, int limit, LookResult* out) noexcept nogil
-cdef int scan_c(Pos* p, int limit, int max_distance, Candidate* out, int max_out) noexcept nogil
+# ``also`` (may be NULL): [attacker pid * MAX_PIECES + defender pid] pairs taken whatever their distance.
+cdef int scan_c(Pos* p, int limit, int max_distance, Candidate* out, int max_out,
+                const unsigned char* also=*) noexcept nogil

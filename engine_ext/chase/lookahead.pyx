@@ -501,10 +501,12 @@ cdef void _history(Pos* p, int side, int sq, int* came_from, int* count) noexcep
     count[0] = n
 
 
-cdef int scan_c(Pos* p, int limit, int max_distance, Candidate* out, int max_out) noexcept nogil:
+cdef int scan_c(Pos* p, int limit, int max_distance, Candidate* out, int max_out,
+                const unsigned char* also=NULL) noexcept nogil:
     """Every candidate pair of the position, both sides: a piece of known rank that beats an enemy
-    piece of known rank within ``max_distance`` steps (Manhattan), the enemy piece losing an attack
-    on it; each with the look-ahead's verdict, every other piece an obstacle."""
+    piece of known rank within ``max_distance`` steps (Manhattan), or at any distance when ``also``
+    (may be NULL) marks the pair (attacker id * MAX_PIECES + defender id), the enemy piece losing an
+    attack on it; each with the look-ahead's verdict, every other piece an obstacle."""
     cdef ChaseGrid g
     cdef int n = 0, aid, did, a, d, ra, rd, s, a_from, a_count, d_from, d_count, dcol, drow
     g.width = p.width
@@ -525,7 +527,7 @@ cdef int scan_c(Pos* p, int limit, int max_distance, Candidate* out, int max_out
                 continue
             dcol = _abs(a % p.stride - d % p.stride)
             drow = _abs(a // p.stride - d // p.stride)
-            if dcol + drow > max_distance:
+            if dcol + drow > max_distance and (also == NULL or not also[aid * MAX_PIECES + did]):
                 continue
             if COMBAT[ra][rd] != ATTACKER_WINS or COMBAT[rd][ra] != DEFENDER_WINS:
                 continue
@@ -626,13 +628,24 @@ def look_ahead(board: ChaseBoard, state: ChaseState, rules: ChaseRules | None = 
     return _answer(&r, g.stride)
 
 
-def scan(Position position, int limit=5, int max_distance=3) -> list:
-    """Every candidate pair of ``position`` for both sides with its verdict (see ``scan_c``)."""
+def scan(Position position, int limit=5, int max_distance=3, also=()) -> list:
+    """Every candidate pair of ``position`` for both sides with its verdict (see ``scan_c``);
+    ``also``: (attacker id, defender id) pairs taken whatever their distance."""
     cdef Candidate buf[MAX_CANDIDATES]
+    cdef unsigned char marks[MAX_PIECES * MAX_PIECES]
+    cdef const unsigned char* also_ptr = NULL
     cdef int n, i, j, pid, owner, rank, stride = position.p.stride, ra
     cdef ChaseCandidate c
+    if also:
+        memset(marks, 0, MAX_PIECES * MAX_PIECES)
+        for pair in also:
+            aid, did = pair
+            if not (0 <= aid < MAX_PIECES and 0 <= did < MAX_PIECES):
+                raise ValueError(f"piece ids {pair!r}: each must be 0..{MAX_PIECES - 1}")
+            marks[aid * MAX_PIECES + did] = 1
+        also_ptr = marks
     with nogil:
-        n = scan_c(&position.p, limit, max_distance, buf, MAX_CANDIDATES)
+        n = scan_c(&position.p, limit, max_distance, buf, MAX_CANDIDATES, also_ptr)
     out = []
     for i in range(n):
         c = ChaseCandidate.__new__(ChaseCandidate)

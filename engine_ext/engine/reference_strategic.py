@@ -9,9 +9,10 @@ Nothing in the bot uses this module.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from engine_ext.chase.lookahead import scan
 from engine_ext.engine.settings import StrategicParams
 from engine_ext.rules.core import Position
 from engine_ext.rules.pieces import ATTACKER_WINS, Rank, combat
@@ -74,6 +75,10 @@ RULES: tuple[Rule, ...] = (
 
 # The guard (not in the thesis): known opponent miners this near our flag pull the pieces that beat them.
 GUARD_RADIUS = 5
+CHASE_DISTANCE = 3  # the chase model's pairs: at most this many steps apart
+CHASE_DISCOUNT = 0.9  # a capture in k attacker moves is worth the piece's value times this ** (k - 1)
+# The look-ahead's escapes that stop Appendix 1's pull: out of reach, a refuge, a closed trap's count.
+_SURE_ESCAPES = frozenset({"separate", "refuge", "count"})
 # The home guards (not in the thesis): at most this many, each a sergeant to major on a station.
 HOME_GUARDS = 2
 _HOME_RANKS = frozenset({Rank.SERGEANT, Rank.LIEUTENANT, Rank.CAPTAIN, Rank.MAJOR})
@@ -219,10 +224,14 @@ def target_force(own: Rank, target: Rank, p_flag: float, p_bomb: float, is_open:
             hit = target in rule.targets
         if hit:
             force += rule.force(p_flag, p_bomb) * (miner_pull if rule.number in _MINER_PULLS else 1.0)
-    if (hunt != 0.0 and own in _HAS_RULES and target in _MOVERS
-            and combat(own, target) == ATTACKER_WINS):
-        force += hunt
-    return force
+    return force + hunt_pull(own, target, hunt)
+
+
+def hunt_pull(own: Rank, target: Rank, hunt: float) -> float:
+    """The endgame hunt's pull (not in the thesis): ``hunt`` towards a known mover ``own`` beats."""
+    if hunt != 0.0 and own in _HAS_RULES and target in _MOVERS and combat(own, target) == ATTACKER_WINS:
+        return hunt
+    return 0.0
 
 
 @dataclass(frozen=True)
@@ -292,8 +301,9 @@ class _Home:
 
 def _pull(board: _Board, piece: _Piece, p_flag: Sequence[float], p_bomb: Sequence[float],
           hunt: float = 0.0, miner_pull: float = 1.0, guard: float = 0.0,
-          home: _Home | None = None) -> tuple[float, float]:
-    """The summed (x, y) pull on one own piece, before the moved-piece factor."""
+          home: _Home | None = None, no_pull: frozenset[tuple[int, int]] = frozenset()) -> tuple[float, float]:
+    """The summed (x, y) pull on one own piece, before the moved-piece factor. ``no_pull``: pairs
+    (own pid, target pid) of a chase the target escapes, where only the hunt still pulls."""
     opp = 1 - piece.owner
     flag = (next((p for p in board.pieces.values() if p.owner == piece.owner and p.rank == Rank.FLAG), None)
             if guard else None)
@@ -301,8 +311,11 @@ def _pull(board: _Board, piece: _Piece, p_flag: Sequence[float], p_bomb: Sequenc
     t = max(1.0, len(targets) / 10.0)
     fx = fy = 0.0
     for target in targets:
-        force = target_force(piece.rank, target.rank, p_flag[target.pid], p_bomb[target.pid],
-                             target.rank == Rank.UNKNOWN and _is_open(board, target), hunt, miner_pull)
+        if (piece.pid, target.pid) in no_pull:
+            force = hunt_pull(piece.rank, target.rank, hunt)
+        else:
+            force = target_force(piece.rank, target.rank, p_flag[target.pid], p_bomb[target.pid],
+                                 target.rank == Rank.UNKNOWN and _is_open(board, target), hunt, miner_pull)
         if (flag is not None and target.rank == Rank.MINER
                 and combat(piece.rank, Rank.MINER) == ATTACKER_WINS
                 and abs(target.col - flag.col) + abs(target.row - flag.row) <= GUARD_RADIUS):
@@ -332,7 +345,8 @@ def _sign(x: int) -> int:
 
 def _score(board: _Board, frm: tuple[int, int], to: tuple[int, int], p_flag: Sequence[float],
            p_bomb: Sequence[float], susp: Sequence[float], hunt: float = 0.0,
-           miner_pull: float = 1.0, guard: float = 0.0, home: _Home | None = None) -> float | None:
+           miner_pull: float = 1.0, guard: float = 0.0, home: _Home | None = None,
+           no_pull: frozenset[tuple[int, int]] = frozenset()) -> float | None:
     """One move's own score; None for a strike the strategic search leaves out."""
     mover = board.at(*frm)
     assert mover is not None
@@ -344,7 +358,7 @@ def _score(board: _Board, frm: tuple[int, int], to: tuple[int, int], p_flag: Seq
         # A scout's long strike: suspicions of the piece struck, else 0.1 per step it took.
         points = susp[target.pid] if susp[target.pid] > 0 else 0.1 * target.moved
         return points + 0.1 * travelled
-    fx, fy = _pull(board, mover, p_flag, p_bomb, hunt, miner_pull, guard, home)
+    fx, fy = _pull(board, mover, p_flag, p_bomb, hunt, miner_pull, guard, home, no_pull)
     factor = MOVED_FACTOR.get(mover.rank, 1.0) if mover.moved else 1.0
     score = (fx * _sign(to[0] - frm[0]) + fy * _sign(to[1] - frm[1])) * factor
     if home is not None and home.station(mover.pid) == frm:
@@ -362,6 +376,8 @@ def strategic_scores(
     flag_suspicion: Sequence[float] | None = None,
     lookahead: bool = True,
     params: StrategicParams | None = None,
+    piece_values: Sequence[Sequence[float]] | None = None,
+    two_squares: int = 0,
 ) -> list[float]:
     """Figure 9: each move's score plus the best score of a next own move (its own score when no
     next move beats it); strikes other than scouts' long ones score 0. Without ``lookahead``, each
@@ -369,16 +385,28 @@ def strategic_scores(
     ``hunt_force`` (the endgame hunt's force, 0: off), ``miner_pull`` (the factor on rules 3 and 5),
     ``miner_guard`` (the pull towards a known miner within ``GUARD_RADIUS`` steps of our flag) and
     ``home_guard`` (the force that keeps up to ``HOME_GUARDS`` sergeants to majors on stations next to
-    the bombs by our flag; chosen at the root)."""
+    the bombs by our flag; chosen at the root). ``chase_weight`` (0: off) with ``piece_values`` (a known piece's
+    value by side and rank) and the game's ``two_squares`` limit: the chase model (``chase_balance``)."""
     params = params if params is not None else StrategicParams()
     hunt, miner_pull, guard, home = params.hunt_force, params.miner_pull, params.miner_guard, params.home_guard
     susp = list(flag_suspicion) if flag_suspicion is not None else flag_suspicions(pos, side)
     board = _Board.of(pos)
     home_guard = _Home.of(board, side, home)
+    chasing = params.chase_weight > 0.0 and piece_values is not None and two_squares > 0
+    no_pull: frozenset[tuple[int, int]] = frozenset()
+    if chasing:
+        assert piece_values is not None
+        if pos.side != side:
+            raise ValueError("the chase model scores the moves of the side to move")
+        escapes: set[tuple[int, int]] = set()
+        tracked: set[tuple[int, int]] = set()
+        chase_balance(pos, side, piece_values, two_squares, escapes=escapes, track=tracked)
+        root = chase_balance(pos, side, piece_values, two_squares, tracked=tracked)
+        no_pull = frozenset(escapes)
     out: list[float] = []
     for move in moves:
         frm, to = pos.coords(move & 0xFF), pos.coords(move >> 8)
-        score = _score(board, frm, to, p_flag, p_bomb, susp, hunt, miner_pull, guard, home_guard)
+        score = _score(board, frm, to, p_flag, p_bomb, susp, hunt, miner_pull, guard, home_guard, no_pull)
         if score is None:
             out.append(0.0)
             continue
@@ -388,11 +416,51 @@ def strategic_scores(
         after = board.played(frm, to)
         best = score
         for nfrm, nto in after.own_moves(side):
-            next_score = _score(after, nfrm, nto, p_flag, p_bomb, susp, hunt, miner_pull, guard, home_guard)
+            next_score = _score(after, nfrm, nto, p_flag, p_bomb, susp, hunt, miner_pull, guard, home_guard,
+                                no_pull)
             if next_score is not None and next_score > best:
                 best = next_score
         out.append(score + best)
+    if chasing:
+        assert piece_values is not None
+        for i, move in enumerate(moves):
+            if pos.piece_id(move >> 8) >= 0:
+                continue  # strikes score nothing in the strategic search
+            after_move = pos.copy()
+            after_move.make(move)
+            balance = chase_balance(after_move, side, piece_values, two_squares, tracked=tracked)
+            out[i] += params.chase_weight * (balance - root)
     return out
 
 
-__all__ = ["MOVED_FACTOR", "RULES", "Rule", "flag_suspicions", "strategic_scores", "target_force"]
+def chase_balance(pos: Position, side: int, piece_values: Sequence[Sequence[float]], limit: int, *,
+                  escapes: set[tuple[int, int]] | None = None, track: set[tuple[int, int]] | None = None,
+                  tracked: Iterable[tuple[int, int]] = ()) -> float:
+    """The chase balance of ``pos`` for ``side`` (not in the thesis; docs/two-squares.md): for every
+    chase pair whose capture the look-ahead foresees in k attacker moves, the chased piece's
+    value times CHASE_DISCOUNT ** (k - 1), added when ``side`` chases and taken off when ``side``'s piece is
+    chased; none where the look-ahead's ``protectors`` (pieces of the chased side on the trap's border whose
+    rank is unknown or beats the attacker) may protect it. ``escapes`` collects (attacker pid, defender pid)
+    of ``side``'s chases the defender escapes for sure (reason separate, refuge or count). The pairs are
+    those within ``CHASE_DISTANCE`` steps and the ``tracked`` ones; ``track`` collects every pair taken."""
+    balance = 0.0
+    for chase in scan(pos, limit, CHASE_DISTANCE, also=tracked):
+        attacker = pos.piece_id(pos.square(chase.attacker.col, chase.attacker.row))
+        defender = pos.piece_id(pos.square(chase.defender.col, chase.defender.row))
+        if track is not None:
+            track.add((attacker, defender))
+        moves = chase.verdict.attacker_moves
+        if not chase.verdict.captured or moves is None:
+            if escapes is not None and chase.attacker_side == side and chase.verdict.reason in _SURE_ESCAPES:
+                escapes.add((attacker, defender))
+            continue
+        if chase.protectors:
+            continue  # a piece on the trap's border may protect the chased one
+        _sq, owner, rank, _moved = pos.piece(defender)
+        value = piece_values[owner][rank] * CHASE_DISCOUNT ** (moves - 1)
+        balance += value if chase.attacker_side == side else -value
+    return balance
+
+
+__all__ = ["MOVED_FACTOR", "RULES", "Rule", "chase_balance", "flag_suspicions", "hunt_pull", "strategic_scores",
+           "target_force"]

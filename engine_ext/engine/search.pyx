@@ -1265,7 +1265,7 @@ cdef class SearchRunner:
             for i in range(n):
                 buf[i] = moves[i]
             with nogil:
-                strategic_scores(&S.pos, me, pf, pb, susp, buf, n, out, &cfg)
+                strategic_scores(&S.pos, me, pf, pb, susp, buf, n, out, &cfg, &S.val.piece[0][0], S.cfg.two_squares)
             return [out[i] for i in range(n)]
         finally:
             free(buf)

@@ -14,21 +14,27 @@ from engine_ext.rules.core cimport Pos
 # The knobs, each named as the EngineSettings field it comes from (engine_ext/engine/settings.py,
 # StrategicParams; none is in the thesis): the endgame hunt's force (0: not hunting), the factor on
 # rules 3 and 5 (the miner's pulls towards unknowns), the pull towards a known opponent miner near our
-# flag, and the force that keeps up to two sergeants to majors on stations next to our flag's bombs.
+# flag, the force that keeps up to two sergeants to majors on stations next to our flag's bombs, and
+# the weight of the two-squares chase model (engine_ext/chase, docs/two-squares.md; 0: off).
 ctypedef struct StrategicConfig:
     double hunt_force
     double miner_pull
     double miner_guard
     double home_guard
+    double chase_weight
 
 # Fill ``cfg`` from a StrategicParams (None: the thesis's values).
 cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1
 
 # Score every candidate move ``moves[0..n)`` of ``side``: out[i] = score(move) + the best score of a
-# next own move after it (its own score again when no next move is better).
+# next own move after it (its own score again when no next move is better). With ``cfg.chase_weight`` > 0,
+# ``piece_values`` (a known piece's value by [side][rank], N_RANKS a side; the search's ``Values.piece``)
+# and the game's two-squares limit ``two_squares`` (0: no rule, no chase model), each move also gets the
+# change it makes to the chase balance, and pulls towards pieces that escape a chase are dropped.
 cdef void strategic_scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                            const double* flag_suspicion, const int* moves, int n,
-                           double* out, const StrategicConfig* cfg) noexcept nogil
+                           double* out, const StrategicConfig* cfg, const double* piece_values,
+                           int two_squares) noexcept nogil
 
 # The thesis's flag suspicions (7.5) of ``side``'s opponent pieces as ``side`` sees them, written
 # to out[pid] for every piece id (0 for ``side``'s own pieces and for captured ones).

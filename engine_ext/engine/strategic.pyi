@@ -14,5 +14,7 @@ def strategic_scores_py(
     flag_suspicion: Sequence[float] | None = None,
     lookahead: bool = True,
     params: StrategicParams | None = None,
+    piece_values: Sequence[Sequence[float]] | None = None,
+    two_squares: int = 0,
 ) -> list[float]: ...
 def flag_suspicions_py(pos: Position, side: int) -> list[float]: ...

@@ -8,14 +8,24 @@ the piece's summed pull along the move's direction, doubled for some ranks once 
 moved. A scout's long strike scores from the piece struck and the distance. Each candidate gets the
 best score of a next own move added (its own score when none is better). docs/strategic.md has the
 reading of the thesis; engine_ext/engine/reference_strategic.py is the plain version the tests compare.
+
+Not in the thesis, with ``chase_weight`` > 0: the two-squares chase model (engine_ext/chase, issue 24). The
+position is scanned for chase pairs; a chase the defender escapes pulls no more (Appendix 1's pull of
+the attacker towards that defender is dropped), and every root move gets the change it makes to the
+chase balance: the value of each piece the two-squares rule hands to a side, discounted by the attacker
+moves it takes, ours counted up, theirs down (docs/two-squares.md, *The engine's use*).
 """
 
-from libc.math cimport sqrt
-from libc.stdlib cimport abs
+from libc.math cimport pow, sqrt
+from libc.stdlib cimport abs, free, malloc
+from libc.string cimport memset
 
+from engine_ext.chase.lookahead cimport (
+    MAX_CANDIDATES, WHY_COUNT, WHY_REFUGE, WHY_SEPARATE, Candidate, scan_c,
+)
 from engine_ext.rules.core cimport (
-    ATTACKER_WINS, BLOCKED, COMBAT, MAX_MOVES, MAX_PIECES, MAX_PLY, NO_COMBAT, R_BOMB, R_FLAG, R_MARSHAL,
-    R_MINER, R_SCOUT, R_SPY, R_UNKNOWN, Pos, Position, gen_moves, make_move_result, unmake_move,
+    ATTACKER_WINS, BLOCKED, COMBAT, MAX_MOVES, MAX_PIECES, MAX_PLY, N_RANKS, NO_COMBAT, R_BOMB, R_FLAG,
+    R_MARSHAL, R_MINER, R_SCOUT, R_SPY, R_UNKNOWN, Pos, Position, gen_moves, make_move_result, unmake_move,
 )
 
 cdef enum:
@@ -28,6 +38,11 @@ cdef enum:
     MIN_STEPS = 4           # "L ... (lägst 4)"
     GUARD_RADIUS = 5        # the guard: a known miner this many steps from our flag or nearer
     HOME_GUARDS = 2         # the home guards: at most this many stations by our flag's bombs
+    CHASE_DISTANCE = 3      # the chase model's pairs: at most this many steps apart (the look-ahead's scan)
+
+# The chase model's discount: a capture the two-squares rule enforces in k attacker moves is worth the
+# piece's value times this to the power k - 1 (a tenth less for every move the chase takes).
+cdef double CHASE_DISCOUNT = 0.9
 
 
 ctypedef struct State:
@@ -50,6 +65,7 @@ ctypedef struct State:
     char done[MAX_PIECES]   # fx, fy worked out (lazily: pieces that cannot move never need them)
     double fx[MAX_PIECES]   # summed pull on each own piece, before the moved-piece factor
     double fy[MAX_PIECES]
+    const unsigned char* no_pull    # [own pid * MAX_PIECES + target pid]: a chase it escapes; NULL: none
 
 
 # --- the rules -----------------------------------------------------------------------------------
@@ -110,9 +126,14 @@ cdef inline double _rule_force(int own, int target, double pf, double pb, bint i
             f += 16.0               # 19
         elif target == R_GENERAL:
             f += 32.0               # 20
+    return f + _hunt(own, target, hunt)
+
+
+cdef inline double _hunt(int own, int target, double hunt) noexcept nogil:
+    """The endgame hunt's pull (0 when off): a known mover this piece beats, few movers being left."""
     if hunt != 0.0 and target >= R_SPY and target <= R_MARSHAL and COMBAT[own][target] == ATTACKER_WINS:
-        f += hunt                   # the hunt: a known mover this piece beats, few movers being left
-    return f
+        return hunt
+    return 0.0
 
 
 cdef inline bint _has_rules(int own) noexcept nogil:
@@ -160,8 +181,13 @@ cdef void _piece_force(Pos* p, State* st, int pid) noexcept nogil:
         for k in range(p.first_id[st.opp], p.end_id[st.opp]):
             if p.psq[k] < 0:
                 continue
-            f = _rule_force(own, p.prank[k], p_flag[k], p_bomb[k], st.open_[k], st.cfg.hunt_force,
-                            st.cfg.miner_pull)
+            if st.no_pull != NULL and st.no_pull[pid * MAX_PIECES + k]:
+                # A pointless chase: the look-ahead says this defender escapes, so Appendix 1 no longer
+                # pulls towards it (the hunt, several pieces cornering a last mover, still does).
+                f = _hunt(own, p.prank[k], st.cfg.hunt_force)
+            else:
+                f = _rule_force(own, p.prank[k], p_flag[k], p_bomb[k], st.open_[k], st.cfg.hunt_force,
+                                st.cfg.miner_pull)
             if (st.cfg.miner_guard != 0.0 and p.prank[k] == R_MINER and st.flag_col >= 0
                     and COMBAT[own][R_MINER] == ATTACKER_WINS
                     and abs(st.col[k] - st.flag_col) + abs(st.row[k] - st.flag_row) <= GUARD_RADIUS):
@@ -433,23 +459,95 @@ cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1:
         cfg.miner_pull = 1.0
         cfg.miner_guard = 0.0
         cfg.home_guard = 0.0
+        cfg.chase_weight = 0.0
         return 0
     cfg.hunt_force = params.hunt_force
     cfg.miner_pull = params.miner_pull
     cfg.miner_guard = params.miner_guard
     cfg.home_guard = params.home_guard
+    cfg.chase_weight = params.chase_weight
     return 0
+
+
+# --- the two-squares chase model (not in the thesis) -----------------------------------------------
+
+cdef bint _protected(Pos* p, const Candidate* c) noexcept nogil:
+    """Risk management (seed 5.1, 7.3): a piece of the chased side on the trap's border that may
+    protect the chased one, its rank unknown to the viewer or one that beats the attacker (the
+    look-ahead's ``protectors``). The look-ahead's obstacles stand still; these may not."""
+    cdef int j, pid, ra = p.prank[p.board[c.attacker]]
+    for j in range(c.result.n_border):
+        pid = p.board[c.result.border[j]]
+        if p.powner[pid] != c.attacker_side and (p.prank[pid] == R_UNKNOWN
+                                                  or COMBAT[p.prank[pid]][ra] == ATTACKER_WINS):
+            return True
+    return False
+
+
+cdef double _chase_balance(Pos* p, int side, const double* piece_values, int limit, Candidate* buf,
+                           unsigned char* no_pull, unsigned char* track,
+                           const unsigned char* tracked) noexcept nogil:
+    """The chase balance of ``p`` for ``side``: over every chase pair the look-ahead calls a capture in
+    k attacker moves with no protector on the trap's border, the defender's value times
+    CHASE_DISCOUNT ** (k - 1), added when ``side`` chases and taken off when ``side``'s piece is chased
+    (k = 1, a piece left en prise, counts too: the search sees it as well). ``no_pull`` (may be NULL)
+    gets every pair of ``side``'s attacker and a defender the look-ahead sees escape for sure: out of
+    reach, to a refuge or by the sideways count of a closed trap (not when it merely found no trap
+    area). The pairs are
+    those within CHASE_DISTANCE steps and those ``tracked`` marks (may be NULL; [attacker id *
+    MAX_PIECES + defender id]); ``track`` (may be NULL) gets every pair taken."""
+    cdef int n = scan_c(p, limit, CHASE_DISTANCE, buf, MAX_CANDIDATES, tracked)
+    cdef int i, d, why
+    cdef double v, balance = 0.0
+    for i in range(n):
+        if track != NULL:
+            track[p.board[buf[i].attacker] * MAX_PIECES + p.board[buf[i].defender]] = 1
+        if not buf[i].result.captured:
+            why = buf[i].result.why
+            if (no_pull != NULL and buf[i].attacker_side == side
+                    and (why == WHY_SEPARATE or why == WHY_REFUGE or why == WHY_COUNT)):
+                no_pull[p.board[buf[i].attacker] * MAX_PIECES + p.board[buf[i].defender]] = 1
+            continue
+        if _protected(p, &buf[i]):
+            continue
+        d = p.board[buf[i].defender]
+        v = piece_values[p.powner[d] * N_RANKS + p.prank[d]] * pow(CHASE_DISCOUNT, buf[i].result.moves - 1)
+        if buf[i].attacker_side == side:
+            balance += v
+        else:
+            balance -= v
+    return balance
+
+
+cdef void _chase_scores(Pos* p, int side, const double* piece_values, int limit, double weight,
+                        const int* moves, int n, double* out, Candidate* buf,
+                        const unsigned char* tracked) noexcept nogil:
+    """out[i] += ``weight`` times the change ``moves[i]`` makes to ``side``'s chase balance (the
+    opponent then to move), over the root's pairs (``tracked``: a defender stepping out of the scan's
+    distance has not escaped) and the pairs the move brings within that distance;
+    moves that strike score nothing here, as in the rest of the strategic search."""
+    cdef double root = _chase_balance(p, side, piece_values, limit, buf, NULL, NULL, tracked)
+    cdef int i, m
+    for i in range(n):
+        m = moves[i]
+        if p.board[m >> 8] >= 0:
+            continue
+        make_move_result(p, m, NO_COMBAT)
+        out[i] += weight * (_chase_balance(p, side, piece_values, limit, buf, NULL, NULL, tracked) - root)
+        unmake_move(p)
 
 
 cdef void strategic_scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                            const double* flag_suspicion, const int* moves, int n,
-                           double* out, const StrategicConfig* cfg) noexcept nogil:
-    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, cfg)
+                           double* out, const StrategicConfig* cfg, const double* piece_values,
+                           int two_squares) noexcept nogil:
+    _scores(p, side, p_flag, p_bomb, flag_suspicion, moves, n, out, True, cfg, piece_values, two_squares)
 
 
 cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
                   const double* flag_suspicion, const int* moves, int n, double* out,
-                  bint lookahead, const StrategicConfig* cfg) noexcept nogil:
+                  bint lookahead, const StrategicConfig* cfg, const double* piece_values,
+                  int two_squares) noexcept nogil:
     """``strategic_scores``; without ``lookahead`` each move's own score alone (the thesis's
     "Endast ett drag" variant, 10.3.2; the tests use it to check single rules)."""
     cdef State st
@@ -461,6 +559,29 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
     cdef double s, best, keep_x, keep_y
     cdef char keep_done
     cdef bint room = p.ply < MAX_PLY - 1    # with no history left, count the move's score twice
+    cdef bint chasing = (cfg.chase_weight > 0.0 and piece_values != NULL and two_squares > 0 and room)
+    cdef unsigned char* no_pull = NULL
+    cdef unsigned char* tracked = NULL
+    cdef Candidate* chases = NULL
+    st.no_pull = NULL
+    st2.no_pull = NULL
+    if chasing:
+        no_pull = <unsigned char*>malloc(2 * MAX_PIECES * MAX_PIECES)
+        chases = <Candidate*>malloc(MAX_CANDIDATES * sizeof(Candidate))
+        if no_pull == NULL or chases == NULL:
+            free(no_pull)
+            free(chases)
+            no_pull = NULL
+            chases = NULL
+            chasing = False
+        else:
+            memset(no_pull, 0, 2 * MAX_PIECES * MAX_PIECES)
+            tracked = no_pull + MAX_PIECES * MAX_PIECES
+            p.side = side
+            _chase_balance(p, side, piece_values, two_squares, chases, no_pull, tracked, NULL)
+            p.side = saved_side
+            st.no_pull = no_pull
+            st2.no_pull = no_pull
     if susp == NULL:
         flag_suspicions(p, side, susp_buf)
         susp = susp_buf
@@ -511,6 +632,11 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
             if target < 0:
                 _set_coords(p, &st, a)
         out[i] = s + best
+    if chasing:
+        p.side = side
+        _chase_scores(p, side, piece_values, two_squares, cfg.chase_weight, moves, n, out, chases, tracked)
+        free(no_pull)
+        free(chases)
     p.side = saved_side
 
 
@@ -552,13 +678,17 @@ cdef int _load_moves(Position pos, int side, object moves, int* buf) except -1:
 
 
 def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_suspicion=None,
-                        bint lookahead=True, params=None):
+                        bint lookahead=True, params=None, piece_values=None, int two_squares=0):
     """``strategic_scores`` on a ``Position``; the probability lists are indexed by piece id.
     ``flag_suspicion`` None: counted by the thesis's rule (``flag_suspicions_py``).
     ``lookahead`` False: each move's own score only. ``params``: an ``engine_ext.engine.settings.StrategicParams``
     (the endgame hunt, the miner pull, the guards; docs/strategic.md);
-    None: the thesis's strategic search."""
+    None: the thesis's strategic search. ``piece_values`` (two rows of N_RANKS values, a known piece's
+    value by side and rank) and ``two_squares`` (the game's limit) feed the chase model
+    (``params.chase_weight``)."""
     cdef double pf[MAX_PIECES]
+    cdef double values[2 * N_RANKS]
+    cdef const double* values_ptr = NULL
     cdef double pb[MAX_PIECES]
     cdef double fs[MAX_PIECES]
     cdef int buf[MAX_MOVES]
@@ -574,8 +704,11 @@ def strategic_scores_py(Position pos, int side, p_flag, p_bomb, moves, flag_susp
     if flag_suspicion is not None:
         _fill(fs, flag_suspicion, count, "flag_suspicion")
         fs_ptr = fs
+    if piece_values is not None:
+        _fill(values, [v for row in piece_values for v in row], 2 * N_RANKS, "piece_values")
+        values_ptr = values
     with nogil:
-        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, &cfg)
+        _scores(&pos.p, side, pf, pb, fs_ptr, buf, n, out, lookahead, &cfg, values_ptr, two_squares)
     return [out[i] for i in range(n)]
 
 
