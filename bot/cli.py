@@ -27,6 +27,8 @@ COMMAND_MODULES = [
     "bot.commands.bot",
     "bot.commands.health",
     "bot.commands.replay",
+    "bot.commands.results",
+    "bot.commands.analyse",
     "bot.commands.ucc",
 ]
 

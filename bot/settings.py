@@ -108,6 +108,8 @@ class IdentitySettings(BaseModel):
 
     name: str = Field("Perspecto", min_length=1, max_length=64, description="the name the host sees")
     token: SecretStr | None = Field(None, description="auth token, if the host asks for one")
+    share_thinking: bool = Field(True, description="send what the engine thought of each move (depth, value, "
+                                 "line, reasons) to a host of protocol 1.1 or later; false keeps it private")
 
 
 class LoggingSettings(BaseModel):

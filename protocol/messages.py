@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, cast
 
 from pydantic import (
     AfterValidator,
@@ -19,8 +19,11 @@ from pydantic import (
     Field,
     PlainSerializer,
     PlainValidator,
+    PrivateAttr,
     RootModel,
     SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
     WithJsonSchema,
     model_serializer,
     model_validator,
@@ -30,14 +33,31 @@ from pydantic.alias_generators import to_camel
 from engine_ext.rules.game import MAX_MOVE_LIMIT
 from engine_ext.rules.pieces import ATTACKER_WINS, BOTH_DIE, Rank, Side, combat
 from engine_ext.rules.rulesets import RULESETS, Square
+from protocol.validation import validation_text
 
 # major.minor: a bot and a host talk when the majors match. A minor version only adds methods,
-# options and notifications, which an older peer answers with -32601/-32602 without harm.
-PROTOCOL_VERSION = "1.0"
+# options and notifications, which an older peer answers with -32601/-32602 without harm, and optional
+# fields that a peer sends only to a peer whose hello says it knows them (1.1: getAIMove's ``info``).
+PROTOCOL_VERSION = "1.1"
+# The first minor version of major 1 whose host takes ``info`` in a getAIMove answer.
+MOVE_INFO_MINOR = 1
 
 
 def protocol_major(version: str) -> int:
     return int(version.split(".", 1)[0])
+
+
+def protocol_minor(version: str) -> int:
+    return int(version.split(".", 1)[1]) if "." in version else 0
+
+
+def takes_move_info(host_protocol: str) -> bool:
+    """Whether a host that answered hello with ``host_protocol`` takes ``info`` in getAIMove answers: a 1.0
+    host refuses the answer's unknown field (a forfeit), so a bot sends it only to 1.1 and later."""
+    try:
+        return protocol_major(host_protocol) == 1 and protocol_minor(host_protocol) >= MOVE_INFO_MINOR
+    except ValueError:
+        return False
 
 
 def protocol_compatible(version: str) -> bool:
@@ -314,8 +334,71 @@ class MoveModel(WireModel):
     to: SquareField
 
     @classmethod
-    def of(cls, frm: Square, to: Square) -> MoveModel:
+    def of(cls, frm: Square, to: Square) -> Self:
         return cls.model_validate({"from": frm, "to": to})
+
+
+# Bounds of getAIMove's ``info``: enough for any engine's account of a move, far below the line limit.
+INFO_LINE_MAX = 32  # moves in ``pv``
+INFO_REASONS_MAX = 16
+INFO_REASON_LENGTH = 300
+
+
+class MoveInfo(WireModel):
+    """What the engine thought of the move it sends (protocol 1.1, optional): the host keeps it in the game
+    record and shows it beside the move. Every field is optional and left off the wire when unknown.
+    Unknown fields are ignored rather than refused, so that a later minor version can add some."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+    depth: int | None = Field(default=None, ge=0, le=1000)  # plies of the last complete search iteration
+    nodes: int | None = Field(default=None, ge=0)  # positions searched
+    time: float | None = Field(default=None, ge=0, le=86400)  # seconds the bot took for the move
+    value: float | None = None  # the move's value in the engine's own units, for the side that moves
+    pv: list[MoveModel] | None = Field(default=None, max_length=INFO_LINE_MAX)  # the line it expects, from this move
+    reasons: list[Annotated[str, Field(max_length=INFO_REASON_LENGTH)]] | None = Field(
+        default=None, max_length=INFO_REASONS_MAX
+    )
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {key: value for key, value in handler(self).items() if value is not None}
+
+
+class GetAIMoveResult(MoveModel):
+    """The move, and from protocol 1.1 what the engine thought of it (``info``, optional). A host must never
+    forfeit a bot over its ``info``: one that does not validate is dropped (``info`` None) and the reason kept
+    in ``info_problem`` for the host's log, while the move stands or falls on its own."""
+
+    info: MoveInfo | None = None
+    _info_problem: str | None = PrivateAttr(default=None)
+
+    @property
+    def info_problem(self) -> str | None:
+        """Why the peer's ``info`` was dropped; None when it had none or it validated."""
+        return self._info_problem
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _drop_bad_info(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> GetAIMoveResult:
+        if not isinstance(data, dict) or data.get("info") is None or isinstance(data["info"], MoveInfo):
+            return cast(GetAIMoveResult, handler(data))
+        try:
+            info = MoveInfo.model_validate(data["info"])
+        except ValidationError as exc:
+            model = cast(GetAIMoveResult, handler({key: value for key, value in data.items() if key != "info"}))
+            model._info_problem = validation_text(
+                {**error, "loc": ("info", *error["loc"])} for error in exc.errors(include_url=False)
+            )
+            return model
+        return cast(GetAIMoveResult, handler({**data, "info": info}))
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("info") is None:
+            data.pop("info", None)  # without info the answer is the 1.0 message
+        return data
 
 
 def outcome_of(attacker: Rank, defender: Rank) -> Outcome:
@@ -430,7 +513,7 @@ HOST_TO_BOT: Mapping[str, MethodSpec] = _table(
     MethodSpec("getAISetupPiece", GetAISetupPieceParams, GetAISetupPieceResult),
     MethodSpec("illegalSetup", IllegalSetupParams, Ack),
     MethodSpec("setOpponentSetupPiece", SetOpponentSetupPieceParams, Ack),
-    MethodSpec("getAIMove", GetAIMoveParams, MoveModel),
+    MethodSpec("getAIMove", GetAIMoveParams, GetAIMoveResult),
     MethodSpec("submitAIMoveResult", SubmitAIMoveResultParams, Ack),
     MethodSpec("submitOpponentMove", SubmitOpponentMoveParams, Ack),
     MethodSpec("gameOver", GameOverParams, None),

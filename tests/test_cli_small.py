@@ -12,10 +12,10 @@ import pytest
 
 from bot import __version__
 from bot.cli import main
-from bot.commands.replay import ReplayError, replay_positions
 from engine_ext.rules.game import Game, RulesOptions
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
+from engine_ext.rules.replay import ReplayError, replay_positions
 from engine_ext.rules.rulesets import get_ruleset
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.commands.replay import replay_positions
 from bot.config import get_profile, profile_from_mapping
 from engine_ext.lab.runner import (
     FileSetups,
@@ -30,6 +29,7 @@ from engine_ext.lab.sprt import SprtSpec
 from engine_ext.lab.stats import Pentanomial
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
+from engine_ext.rules.replay import replay_positions
 from engine_ext.rules.rulesets import CLASSIC
 from setups.notation import Notation, parse_setup
 

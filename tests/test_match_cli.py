@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from bot.commands.replay import ReplayError, replay_positions
 from bot.host.match import Contestant, MatchResult, contestants, result_summary, result_table
 from bot.host.referee import GameResult, standings
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
+from engine_ext.rules.replay import ReplayError, replay_positions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -95,7 +96,8 @@ def test_play_shows_the_board_and_replay_shows_the_moves(played: Played) -> None
     replay = perspecto("replay", str(path), "--every", "15")
     assert replay.returncode == 0, replay.stderr
     lines = replay.stdout.splitlines()
-    assert sum(1 for line in lines if line.strip().split(".")[0].isdigit()) == 30  # one line a move
+    # one line a move ("  12. blue A7-A6"), each followed by what its engine thought (protocol 1.1 info)
+    assert sum(1 for line in lines if re.match(r"\s*\d+\. (red|blue) ", line)) == 30
     assert "ply 30" in replay.stdout and "draw by move_limit after 30 plies" in replay.stdout
 
     at = perspecto("replay", str(path), "--ply", "7")
@@ -195,7 +197,8 @@ def test_lab_gauntlet_plays_each_opponent_and_shows_one_table(tmp_path: Path) ->
     assert "2 pairings, 4 games" in run.stdout
     data = json.loads(summary.read_text())
     assert [(m["a"], m["b"]) for m in data["matches"]] == [("random", "minimax"), ("random", "pemm")]
-    assert data["matches"][1]["b_params"] == {"threads": 1, "max_depth": 1, "average_margin": 1.0}
+    # b_params: what differs from the built-in profile (pemm searches on one thread already)
+    assert data["matches"][1]["b_params"] == {"max_depth": 1, "average_margin": 1.0}
     assert all(m["games"] == 2 for m in data["matches"])
 
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from bot.commands.replay import replay_positions
 from bot.host.referee import BotSession, GameResult, Host, HostSettings
 from engine_ext.rules.game import Game, MoveResult
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
+from engine_ext.rules.replay import replay_positions
 from protocol.mqtt import DownClock, MqttSettings, ReliableStream
 from tests.mqtt_broker import (
     REPO,

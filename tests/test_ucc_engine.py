@@ -117,9 +117,9 @@ def test_a_move_the_bot_replaced_stops_the_program(tmp_path: Path) -> None:
 def test_profiles_name_the_program_and_its_bad_keys() -> None:
     assert "ucc" not in builtin_profiles()  # it cannot play without a command
     # Typed when read (a discriminated union on engine): no engine is created to find these.
-    with pytest.raises(ProfileError, match="engine_params.command: Field required"):
+    with pytest.raises(ProfileError, match=r"engine_params\.command: Field required"):
         profile_from_mapping({"name": "p", "engine": "ucc"})
-    with pytest.raises(ProfileError, match="engine_params.colour: not a known setting"):
+    with pytest.raises(ProfileError, match=r"engine_params\.colour: not a known setting"):
         profile_from_mapping({"name": "p", "engine": "ucc", "engine_params": {"command": "x", "colour": 1}})
 
 

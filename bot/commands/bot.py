@@ -15,7 +15,7 @@ from bot.daemon.client import BotClient
 from bot.daemon.health import health_path
 from bot.daemon.journal import GameJournal
 from bot.daemon.learning import OpponentMemory
-from bot.daemon.opponent_store import OpponentStore
+from bot.daemon.opponent_store import OpponentStore, store_path
 from bot.daemon.runtime import run
 from bot.daemon.service import BotDaemon, Connector, DaemonOptions
 from bot.logging_setup import configure_logging
@@ -135,12 +135,13 @@ def main(args: argparse.Namespace) -> int:
         return 2
     state_dir = args.state_dir or settings.state.dir
     token = args.token or (settings.identity.token.get_secret_value() if settings.identity.token else None)
-    store = None if args.no_learn or not settings.state.learn else OpponentStore(state_dir / "opponents.sqlite")
+    store = None if args.no_learn or not settings.state.learn else OpponentStore(store_path(state_dir))
     client = BotClient(profile, select_profile=None if forced else profiles.select, seed=args.seed,
                        memory=OpponentMemory(store))
     args.token = token
     args.max_reconnects = args.max_reconnects if args.max_reconnects is not None else conn.max_reconnects
     args.idle_timeout = args.idle_timeout or conn.idle_timeout
+    args.share_thinking = settings.identity.share_thinking
     try:
         return run(_daemon(args, client, name, bot_id, connect, transport, state_dir))
     finally:
@@ -156,7 +157,7 @@ async def _daemon(
     journal = None if args.no_journal else GameJournal(state_dir / "journal", bot_id)
     options = DaemonOptions(
         shutdown_grace=args.shutdown_grace, max_reconnects=args.max_reconnects, idle_timeout=args.idle_timeout,
-        health_interval=args.health_interval,
+        health_interval=args.health_interval, share_thinking=args.share_thinking,
     )
     daemon = BotDaemon(client, hello, connect, transport=transport, journal=journal,
                        health_path=health_path(state_dir), options=options)

@@ -27,6 +27,10 @@ from bot.commands.bot import DEFAULT_LINK_TIMEOUT, add_mqtt_arguments, mqtt_sett
 from bot.daemon.runtime import run
 from bot.host.referee import GameResult, Host, HostSettings, standings
 from bot.logging_setup import configure_logging
+from bot.web.feed import GameFeed
+from bot.web.options import add_web_argument
+from bot.web.server import WebServer
+from bot.web.service import announce
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.rulesets import RULESETS
 from engine_ext.rules.tournament import MOVE_LIMIT, MOVE_TIME_AVERAGE, MOVE_TIME_MAX
@@ -167,6 +171,7 @@ def register(subparsers: Any) -> None:
                    help="where the standings are saved, after every game and at the end (default: "
                    "RECORDS/standings/RUN.json; none with --no-records)")
     add_mqtt_arguments(p, "also serve bots through this MQTT broker")
+    add_web_argument(p, "the games (live boards, replays) and the standings")
     add_rules_arguments(p)
     p.set_defaults(func=main)
 
@@ -222,6 +227,27 @@ async def _host(settings: HostSettings, args: argparse.Namespace, console: Conso
         console.print(f"host serving MQTT at {host.mqtt_address}  (bots: perspecto bot --mqtt {host.mqtt_address})",
                       soft_wrap=True, highlight=False)
 
+    web: WebServer | None = None
+    if args.web is not None:
+        feed = GameFeed(results=lambda: host.results)
+        host.observe(feed)
+        web = WebServer(feed, args.web)
+        try:
+            announce(console, await web.start())
+        except OSError as exc:
+            console.print(f"[red]cannot serve the web view on {args.web}: {exc}[/red]", highlight=False)
+            await host.close()
+            return 1
+    try:
+        return await _tournament(host, settings, args, console, signals)
+    finally:
+        if web is not None:
+            await web.close()
+
+
+async def _tournament(
+    host: Host, settings: HostSettings, args: argparse.Namespace, console: Console, signals: StopSignals
+) -> int:
     saved_to = standings_path(args, host.run_id)
 
     def save(final: bool) -> bool:

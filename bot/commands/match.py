@@ -10,9 +10,12 @@ process speaking the protocol to a local host over TCP (or MQTT): the way to tes
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import math
 import secrets
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,10 @@ from bot.host.match import result_table as host_result_table
 from bot.logging_setup import configure_logging
 from bot.profiles import ProfileSet, load_configuration
 from bot.settings import config_dir
+from bot.web.feed import GameFeed
+from bot.web.options import add_web_argument
+from bot.web.server import WebServer
+from bot.web.service import LabWeb, announce, stay_up, stop_signals
 from engine_ext.engine.settings import usable_cores
 from engine_ext.lab.runner import LabError, Limits, Match, Rules, run_matches, setup_source
 from engine_ext.lab.schedule import build_matches, pairings
@@ -54,6 +61,7 @@ def add_view_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--transport", choices=("tcp", "mqtt"), default="tcp",
                    help="how the bots reach the host (default %(default)s); mqtt needs --broker")
     p.add_argument("--broker", metavar="URL", help="the MQTT broker: mqtt[s]://[user[:password]@]host[:port]")
+    add_web_argument(p, "the games (live boards on a host; the lab's games as their records appear)")
 
 
 def configured_profiles(config: str | None = None) -> list[str]:
@@ -124,17 +132,55 @@ def play_match(args: argparse.Namespace, profile_a: str, profile_b: str, games: 
             style=args.style, delay=args.delay, board_every=args.board_every, mqtt=mqtt,
             config=config_dir(args.config).resolve(),
         )
-        result: MatchResult = run(runner.run(games))
+        if args.web is None:
+            result: MatchResult = run(runner.run(games))
+        else:
+            return run(_match_on_the_web(runner, games, args.web, console))
     except (ProfileError, MatchError, ValueError, ConnectFailed) as exc:
         console.print(f"[red]{exc}[/red]")
         return 2
+    show_match(result, console)
+    return 0
+
+
+async def _match_on_the_web(runner: MatchRunner, games: int, address: str, console: Console) -> int:
+    """The match with its page on the host's loop; the page stays up after the games until a signal (one
+    during the games stops them)."""
+    feed = GameFeed(results=lambda: runner.host.results)
+    runner.host.observe(feed)
+    server = WebServer(feed, address)
+    with stop_signals(console) as signals:
+        try:
+            url = await server.start()
+        except OSError as exc:
+            console.print(f"[red]cannot serve the web view on {address}: {exc}[/red]", highlight=False)
+            return 1
+        try:
+            announce(console, url)
+            match = asyncio.create_task(runner.run(games))
+            stop = asyncio.create_task(signals.requested.wait())
+            await asyncio.wait({match, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not match.done():
+                match.cancel()  # its bots are stopped and its host closed on the way out
+                with contextlib.suppress(asyncio.CancelledError):
+                    await match
+                console.print("[yellow]stopped before the match was over[/yellow]")
+                return 128 + (signals.signal or signal.SIGINT)
+            stop.cancel()
+            show_match(match.result(), console)
+            await stay_up(console, url, signals)
+        finally:
+            await server.close()
+    return 0
+
+
+def show_match(result: MatchResult, console: Console) -> None:
     console.print(host_result_table(result))
     console.print(result_summary(result), highlight=False)
     paths = [g.record_path for g, _ in result.games if g.record_path is not None]
     if paths:
         where = paths[0] if len(paths) == 1 else paths[0].parent
         console.print(f"records: {where}  (perspecto replay {paths[-1]})", highlight=False, soft_wrap=True)
-    return 0
 
 
 def _finite(value: Any) -> Any:
@@ -196,6 +242,17 @@ def play_lab(args: argparse.Namespace) -> int:
         + (f"; params: {', '.join(args.param)}" if args.param else ""),
         highlight=False, soft_wrap=True,
     )
+    web: LabWeb | None = None
+    if args.web is not None:
+        if first.records is None:
+            console.print("[red]--web shows the lab's games from their records: not with --no-records[/red]")
+            return 2
+        web = LabWeb(args.web, first.records)
+        try:
+            announce(console, web.start())
+        except OSError as exc:
+            console.print(f"[red]cannot serve the web view on {args.web}: {exc}[/red]", highlight=False)
+            return 1
     started = time.monotonic()
     interrupted = False
     try:
@@ -206,6 +263,8 @@ def play_lab(args: argparse.Namespace) -> int:
         console.print("[yellow]interrupted: the results so far[/yellow]")
     except LabError as exc:
         console.print(f"[red]{exc}[/red]", highlight=False)
+        if web is not None:
+            web.stop()
         return 2
     seconds = time.monotonic() - started
     console.print(result_table(matches))
@@ -223,6 +282,10 @@ def play_lab(args: argparse.Namespace) -> int:
                     "interrupted": interrupted}
         summary = _finite(json_summary(matches, settings, seconds))
         args.json.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    if web is not None:
+        if not interrupted:
+            web.wait_for_stop(console)
+        web.stop()
     return 130 if interrupted else 0
 
 

@@ -4,94 +4,25 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from pydantic import ValidationError
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
+from rich.panel import Panel
+from rich.text import Text
 
+from bot.daemon.runtime import run
 from bot.host.board_view import board_panel
-from engine_ext.rules.game import Game, IllegalMove, Move, MoveResult, RulesOptions
-from engine_ext.rules.pieces import RANK_STYLES, Rank, Side
-from engine_ext.rules.record import GameRecord
-from engine_ext.rules.rulesets import Square, get_ruleset
-
-
-class ReplayError(ValueError):
-    """A record the rules engine cannot replay as written; the message names the ply."""
-
-
-def _placement(setup: dict[str, str]) -> dict[Square, Rank]:
-    return {Square.parse(sq): Rank.parse(rank) for sq, rank in setup.items()}
-
-
-def replay_positions(record: GameRecord) -> Iterator[tuple[Game, MoveResult | None]]:
-    """The game after its setups (with None), then after every move; each move is checked against the
-    record: the side, the legality and the outcome of attacks."""
-    known = ("range_attacks", "two_squares", "more_squares", "move_limit")
-    rules = {k: v for k, v in record.options.items() if k in known}
-    options = RulesOptions(ruleset=get_ruleset(record.ruleset), **rules)
-    try:
-        game = Game(options, _placement(record.red.setup), _placement(record.blue.setup))
-    except ValueError as exc:
-        raise ReplayError(f"the record's setups do not make a game: {exc}") from None
-    yield game, None
-    for ply, recorded in enumerate(record.moves, start=1):
-        if recorded.side != str(game.side_to_move):
-            raise ReplayError(f"ply {ply}: the record has {recorded.side} moving on {game.side_to_move}'s turn")
-        try:
-            played = game.play(Move.parse(recorded.move))
-        except (IllegalMove, ValueError) as exc:
-            raise ReplayError(f"ply {ply}: {recorded.move}: {exc}") from None
-        if played.outcome != recorded.outcome:
-            raise ReplayError(
-                f"ply {ply}: {recorded.move} gives {played.outcome!r}, the record says {recorded.outcome!r}"
-            )
-        yield game, played
-    check_result(record, game)
-
-
-def _describe(winner: str | None, reason: object) -> str:
-    return f"{'a draw' if winner is None else winner + ' winning'} by {reason}"
-
-
-def check_result(record: GameRecord, game: Game) -> None:
-    """The record's stated result against the game its moves lead to: an ending the rules decide (flag,
-    no moves, no movable pieces, move limit) must be the one the moves reach; a forfeit must come while
-    the game is still on, and its winner is the side that did not forfeit."""
-    result = record.result
-    if not result:
-        return
-    winner, reason, forfeits = result.get("winner"), result.get("reason"), result.get("forfeits") or []
-    try:
-        sides = [str(Side.parse(side)) for side in [*forfeits, *([winner] if winner is not None else [])]]
-    except ValueError as exc:
-        raise ReplayError(f"the record's result names no side: {exc}") from None
-    plies = result.get("plies")
-    if plies is not None and plies != len(record.moves):
-        raise ReplayError(f"the record's result says {plies} plies, the record has {len(record.moves)} moves")
-    if forfeits or str(reason).startswith("forfeit"):
-        if game.result is not None:
-            raise ReplayError(f"the record says {_describe(winner, reason)}, but its moves had ended the game "
-                              f"already: {game.result}")
-        if forfeits:
-            expected = None if len(forfeits) > 1 else str(Side.parse(forfeits[0]).other)
-            if winner != expected:
-                who = " and ".join(sides[:len(forfeits)])
-                raise ReplayError(f"the record says {_describe(winner, reason)}, but {who} forfeited")
-        return
-    if reason == "adjourned":  # the host stopped it unfinished (bot/host/referee.py ADJOURNED): undecided, no winner
-        if game.result is not None or winner is not None:
-            raise ReplayError(f"the record says the game was adjourned, but its moves had ended it: {game.result}")
-        return
-    if game.result is None:
-        raise ReplayError(f"the record says {_describe(winner, reason)} after {len(record.moves)} plies, but its "
-                          "moves leave the game undecided")
-    expected_winner = None if game.result.winner is None else str(game.result.winner)
-    if (winner, reason) != (expected_winner, game.result.reason):
-        raise ReplayError(f"the record says {_describe(winner, reason)}, its moves give "
-                          f"{_describe(expected_winner, game.result.reason)}")
+from bot.logging_setup import configure_logging
+from bot.web.options import add_web_argument
+from engine_ext.rules.game import MoveResult
+from engine_ext.rules.pieces import RANK_STYLES, Side
+from engine_ext.rules.record import GameRecord, RecordedMove
+from engine_ext.rules.replay import ReplayError, replay_positions
+from protocol.messages import MoveInfo
+from protocol.validation import validation_text
 
 
 def _move_line(played: MoveResult) -> str:
@@ -99,6 +30,37 @@ def _move_line(played: MoveResult) -> str:
     if played.attacker is not None and played.defender is not None:
         line += f" ({played.attacker.label} vs {played.defender.label})"
     return line
+
+
+def info_lines(recorded: RecordedMove) -> list[str]:
+    """What the moving bot's engine said about the move (the record's ``info``, protocol 1.1): one line of
+    figures, then its reasons; nothing for a move without info. An info the record holds in a shape the
+    protocol does not allow (a hand-edited file) is named, not trusted."""
+    if recorded.info is None:
+        return []
+    try:
+        info = MoveInfo.model_validate(recorded.info)
+    except ValidationError as exc:
+        return [f"info unreadable: {validation_text(exc)}"]
+    figures = []
+    if info.depth is not None:
+        figures.append(f"depth {info.depth}")
+    if info.nodes is not None:
+        figures.append(f"{info.nodes} nodes")
+    if info.time is not None:
+        figures.append(f"{info.time:.3f} s")
+    if info.value is not None:
+        figures.append(f"value {info.value:+.2f}")
+    if info.pv:
+        figures.append("line " + " ".join(f"{m.frm}-{m.to}" for m in info.pv))
+    lines = [", ".join(figures)] if figures else []
+    return lines + list(info.reasons or ())
+
+
+def _with_info(board: Panel, recorded: RecordedMove | None) -> RenderableType:
+    """The board, and under it what the engine said about the move that led to it."""
+    lines = info_lines(recorded) if recorded is not None else []
+    return Group(board, Text("\n".join(lines), style="dim")) if lines else board
 
 
 def register(subparsers: Any) -> None:
@@ -114,6 +76,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--every", type=int, help="without a terminal: every move, and the board every N plies "
                    "(default: a summary and the final board)")
     p.add_argument("--ply", type=int, help="show only the position after this many plies")
+    add_web_argument(p, "the record (FILE may then also be a folder of records, new ones shown as they come)")
     p.set_defaults(func=main)
 
 
@@ -129,11 +92,22 @@ def summary_lines(record: GameRecord, played: list[MoveResult]) -> list[str]:
     won = {side: sum(1 for p in played if p.side == side and p.outcome == "x") for side in (Side.RED, Side.BLUE)}
     lines.append(f"{len(played)} plies; attacks: red {fights[Side.RED]} (won {won[Side.RED]}), "
                  f"blue {fights[Side.BLUE]} (won {won[Side.BLUE]})")
+    explained = {side: sum(1 for m in record.moves if m.side == side and m.info is not None)
+                 for side in ("red", "blue")}
+    if any(explained.values()):
+        lines.append(f"moves with the engine's info (--every 1 shows it): red {explained['red']}, "
+                     f"blue {explained['blue']}")
     return lines
 
 
 def main(args: argparse.Namespace) -> int:
     console = Console()
+    if args.web is not None:
+        # Here, not above: the web stack (aiohttp) loads only when the page is asked for.
+        from bot.web.service import serve_records
+
+        configure_logging("warning")
+        return run(serve_records(args.file, args.web, console))
     try:
         record = GameRecord.load(args.file)
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -154,13 +128,15 @@ def main(args: argparse.Namespace) -> int:
     if args.ply is not None:
         for game, played in replay_positions(record):
             if game.ply >= args.ply or game.ply == len(record.moves):
-                console.print(board_panel(game, names, style=args.style, last=played))
+                console.print(_with_info(board_panel(game, names, style=args.style, last=played),
+                                         record.moves[game.ply - 1] if game.ply else None))
                 break
     elif console.is_terminal:
         delay = args.delay if args.delay is not None else 0.2
         with Live(console=console, refresh_per_second=30) as live:
             for game, played in replay_positions(record):
-                live.update(board_panel(game, names, style=args.style, last=played))
+                live.update(_with_info(board_panel(game, names, style=args.style, last=played),
+                                       record.moves[game.ply - 1] if game.ply else None))
                 if delay:
                     time.sleep(delay)
     elif args.every is None:
@@ -172,6 +148,8 @@ def main(args: argparse.Namespace) -> int:
         for game, played in replay_positions(record):
             if played is not None:
                 console.print(f"{game.ply:>5}. {_move_line(played)}")
+                for line in info_lines(record.moves[game.ply - 1]):
+                    console.print(f"         {line}", highlight=False, style="dim")
             if played is None or game.ply % every == 0 or game.ply == len(record.moves):
                 console.print(board_panel(game, names, style=args.style, last=played))
     if record.result:

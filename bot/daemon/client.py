@@ -8,7 +8,8 @@ of order or a report the view cannot accept is answered with an error and change
 
 getAIMove runs the engine under the deadlines of the game's time manager (engine_ext/engine/timeman.py: the host's
 time options and the profile's, banking what quick moves save); bot/daemon/deadline.py sends a random legal move
-before the hard deadline instead if the engine is late, fails or returns an illegal move.
+before the hard deadline instead if the engine is late, fails or returns an illegal move. To a host of protocol
+1.1 or later the answer carries ``info``, what the engine thought of its move (bot/daemon/move_info.py).
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ import structlog
 from pydantic import BaseModel
 
 from bot.config import BotProfile
-from bot.daemon.deadline import EngineWorker, answer_by_deadline
+from bot.daemon.deadline import Answer, EngineWorker, answer_by_deadline
 from bot.daemon.engine_interface import MoveEngine, ProgramEngine, RandomEngine, SearchBudget
 from bot.daemon.fallback_setup import fallback_setup
 from bot.daemon.learning import OpponentMemory
+from bot.daemon.move_info import move_info
 from bot.game_options import GameOptions
 from engine_ext.engine.timeman import TimeLimits, TimeManager
 from engine_ext.rules.game import Game, IllegalMove, Move
@@ -41,13 +43,13 @@ from protocol.messages import (
     GameIdOption,
     GameOverParams,
     GetAIMoveParams,
+    GetAIMoveResult,
     GetAISetupPieceParams,
     GetAISetupPieceResult,
     GoodbyeParams,
     IllegalSetupParams,
     MoreSquaresOption,
     MoveLimitOption,
-    MoveModel,
     MoveReport,
     MoveTimeAverageOption,
     MoveTimeMaxOption,
@@ -134,6 +136,9 @@ class BotClient:
         self._clock = clock  # the move deadlines' clock (tests give a fake one)
         self._worker = EngineWorker()  # the engine's thread, started with the first engine call
         self.replaying = False  # set by bot/daemon/journal.py while it replays a game's calls after a restart
+        # Whether getAIMove answers carry ``info`` (protocol 1.1): bot/daemon/service.py sets it from the
+        # host's hello answer, as only a host of 1.1 or later takes the field.
+        self.send_move_info = False
         self._reset_game()
 
     # --- state ----------------------------------------------------------------------------------------
@@ -326,7 +331,7 @@ class BotClient:
 
     # --- moves ----------------------------------------------------------------------------------------
 
-    async def _get_move(self, ply: int) -> MoveModel:
+    async def _get_move(self, ply: int) -> GetAIMoveResult:
         game = self._start_game()
         if self.pending_move is not None:
             raise errors.OutOfOrder(f"getAIMove while the result of {self.pending_move} is still due")
@@ -336,9 +341,12 @@ class BotClient:
             raise errors.OutOfOrder(f"getAIMove for ply {ply}, but this bot's game is at ply {game.ply}")
         if not game.sendable_moves():  # legal under both readings of a repeated position
             raise errors.NoLegalMove(f"{self.colour} has no legal move at ply {game.ply}")
-        move = await self._engine_move(game)
+        answer = await self._engine_move(game)
+        move = answer.move
         self.pending_move = move
-        return MoveModel.of(move.frm, move.to)
+        # protocol 1.1: what the engine thought, to a host that takes it (a 1.0 host would refuse the field)
+        info = move_info(answer) if self.send_move_info else None
+        return GetAIMoveResult.model_validate({"from": move.frm, "to": move.to, "info": info})
 
     def _time_limits(self) -> TimeLimits:
         """The host's time options and the game profile's times, for the time manager."""
@@ -346,7 +354,7 @@ class BotClient:
                                    move_time_average=self.options.move_time_average,
                                    move_limit=self.options.move_limit)
 
-    async def _engine_move(self, game: Game) -> Move:
+    async def _engine_move(self, game: Game) -> Answer:
         assert self.engine is not None and self.timer is not None
         times = self.timer.start_move(game.ply)
         answer = await answer_by_deadline(
@@ -358,7 +366,7 @@ class BotClient:
         if answer.fallback is not None:
             self.fallback_moves += 1
             self.fallback_moves_total += 1
-        return answer.move
+        return answer
 
     def _own_move_result(self, report: MoveReport) -> Ack:
         if self.phase is not Phase.PLAYING or self.pending_move is None:
@@ -410,8 +418,9 @@ class BotClient:
                 await asyncio.wait_for(self._in_worker(self.engine.finish, self.game, result), _PROGRAM_QUIT_TIME)
             except Exception as exc:  # the game is over either way
                 log.warning("bot.program_finish_failed", error=repr(exc))
+        score = None if self.colour is None else params.red_score if self.colour == Side.RED else params.blue_score
         self.memory.record(self.options.opponent, won=won, reason=params.reason, setup=self.setup_name,
-                           plies=params.plies, engine=self.engine, game_id=params.game_id)
+                           plies=params.plies, engine=self.engine, game_id=params.game_id, score=score)
         log.info("bot.game_over", game=params.game_id, winner=None if params.winner is None else str(params.winner),
                  reason=params.reason, plies=params.plies, won=won, fallback_moves=self.fallback_moves)
         self._reset_game()

@@ -41,7 +41,7 @@ from engine_ext.rules.game import Move
 from engine_ext.rules.pieces import Rank
 from engine_ext.rules.rulesets import Square
 from protocol import errors
-from protocol.messages import HOST_TO_BOT, GameOverParams, GetAIMoveParams, MoveModel
+from protocol.messages import HOST_TO_BOT, GameOverParams, GetAIMoveParams, GetAIMoveResult
 
 log = structlog.get_logger()
 
@@ -268,7 +268,7 @@ async def replay(entries: list[JournalEntry], client: BotClient) -> None:
         try:
             params = spec.params.model_validate(entry.params)
             if isinstance(params, GetAIMoveParams) and entry.error is None:
-                move = MoveModel.model_validate(entry.result)
+                move = GetAIMoveResult.model_validate(entry.result)
                 client.restore_move(params.ply, Move(move.frm, move.to))
                 continue
             got: dict[str, Any]

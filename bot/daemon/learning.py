@@ -80,13 +80,16 @@ class OpponentMemory:
 
     def record(
         self, opponent: str | None, *, won: bool | None, reason: str, setup: str | None, plies: int,
-        engine: Any, game_id: str,
+        engine: Any, game_id: str, score: int | None = None,
     ) -> None:
+        """Store a finished game: ``won`` None for no winner, ``score`` the points the host's gameOver gave us."""
         if self.store is None or not opponent or reason == "void":
             return  # a void game never started (the host's gameOver says so): nothing to learn, no result
         forfeit = reason.startswith("forfeit")
-        if won is None:
-            result = "draw"
+        if reason == "adjourned":
+            result = "adjourned"  # stopped unfinished by the host: no result, but what was learnt in it counts
+        elif won is None:
+            result = "forfeit_loss" if forfeit else "draw"  # no winner of a forfeit: both sides forfeited
         elif won:
             result = "forfeit_win" if forfeit else "win"
         else:
@@ -95,7 +98,7 @@ class OpponentMemory:
         try:
             self.store.record_game(opponent, result, reason=reason, setup=setup, plies=plies,
                                    est_opp_fear=None if learner is None else float(learner.est_opp_fear),
-                                   game_id=game_id,
+                                   game_id=game_id, score=score,
                                    own_fear_scale=None if learner is None else float(learner.own_fear_scale))
         except Exception as exc:  # a full disk must not cost the next game
             log.warning("bot.store_write_failed", opponent=opponent, error=repr(exc))

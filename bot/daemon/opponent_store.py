@@ -3,7 +3,11 @@
 One SQLite file. Each finished game is one transaction, so a kill -9 in the middle of a write
 leaves either the whole game or none of it (SQLite's journal does the atomic part). What is kept
 per opponent: the engine's estimate of the opponent's fear (thesis 10.3.3 keeps estOppFear across
-games), the results, and which setups we played and how they fared.
+games), the results with the points the host gave, and which setups we played and how they fared
+(``perspecto results`` shows it all, bot/commands/results.py).
+
+The schema only grows: a column added later is added to an older store when it is opened (``_COLUMNS_ADDED``),
+empty in the rows written before it, and every reader copes with the empty value.
 """
 
 from __future__ import annotations
@@ -15,7 +19,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-RESULTS = ("win", "draw", "loss", "forfeit_win", "forfeit_loss")
+# The store's file in the bot's state directory.
+STORE_FILE = "opponents.sqlite"
+
+
+def store_path(state_dir: Path) -> Path:
+    return state_dir / STORE_FILE
+
+
+# ``adjourned``: the host stopped the game unfinished; no result and no points, but what was learnt stays.
+RESULTS = ("win", "draw", "loss", "forfeit_win", "forfeit_loss", "adjourned")
+# The tournament's table (bot/host/referee.py), for games stored before the host's points were.
+RESULT_SCORES = {"win": 6, "draw": 3, "loss": 1, "forfeit_win": 6, "forfeit_loss": 0, "adjourned": 0}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS opponent (
@@ -32,10 +47,17 @@ CREATE TABLE IF NOT EXISTS game (
     reason TEXT NOT NULL DEFAULT '',
     setup TEXT,
     plies INTEGER NOT NULL DEFAULT 0,
-    game_id TEXT NOT NULL DEFAULT ''
+    game_id TEXT NOT NULL DEFAULT '',
+    score INTEGER
 );
 CREATE INDEX IF NOT EXISTS game_by_opponent ON game (opponent, id);
 """
+
+# Columns that stores written before them lack: (table, column, type), added empty when such a store is opened.
+_COLUMNS_ADDED = (
+    ("opponent", "own_fear_scale", "REAL"),  # ownFear's bluff scale: not learnt yet
+    ("game", "score", "INTEGER"),  # the points the host gave: RESULT_SCORES of the result instead
+)
 
 
 @dataclass
@@ -52,6 +74,48 @@ class OpponentHistory:
         return sum(self.results.values())
 
 
+@dataclass
+class SetupUse:
+    """One setup played against an opponent and how it fared; ``name`` None: a setup without a name (the
+    generated fallback, or an outside program's own)."""
+
+    name: str | None
+    games: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+
+
+@dataclass
+class OpponentSummary:
+    """Everything the store knows about one opponent, for ``perspecto results``. Wins and losses count the
+    forfeits too (``forfeit_wins``: the opponent forfeited; ``forfeit_losses``: we did)."""
+
+    name: str
+    results: dict[str, int] = field(default_factory=dict)  # RESULTS -> games
+    score: int = 0  # the points the host gave (the tournament's table for games stored without them)
+    est_opp_fear: float | None = None
+    own_fear_scale: float | None = None
+    setups: list[SetupUse] = field(default_factory=list)  # most played first
+    last_game: float | None = None  # time.time() of the last finished game
+
+    @property
+    def games(self) -> int:
+        return sum(self.results.values())
+
+    @property
+    def wins(self) -> int:
+        return self.results.get("win", 0) + self.results.get("forfeit_win", 0)
+
+    @property
+    def draws(self) -> int:
+        return self.results.get("draw", 0)
+
+    @property
+    def losses(self) -> int:
+        return self.results.get("loss", 0) + self.results.get("forfeit_loss", 0)
+
+
 class OpponentStore:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -61,10 +125,13 @@ class OpponentStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
-        # Stores written before ownFear's bluff scale existed get its column (empty: not learnt yet).
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(opponent)")}
-        if "own_fear_scale" not in columns:
-            self._db.execute("ALTER TABLE opponent ADD COLUMN own_fear_scale REAL")
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        for table, column, kind in _COLUMNS_ADDED:
+            columns = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         self._db.close()
@@ -118,19 +185,23 @@ class OpponentStore:
         est_opp_fear: float | None = None,
         game_id: str = "",
         own_fear_scale: float | None = None,
+        score: int | None = None,
     ) -> None:
-        """Store one finished game and the fear estimates after it, all or nothing."""
+        """Store one finished game, the points the host gave for it (None: not known, the tournament's table
+        counts) and the fear estimates after it, all or nothing."""
         if result not in RESULTS:
             raise ValueError(f"result must be one of {', '.join(RESULTS)}, not {result!r}")
+        if score is not None and score < 0:
+            raise ValueError(f"score must not be negative, not {score}")
         for key, value in (("est_opp_fear", est_opp_fear), ("own_fear_scale", own_fear_scale)):
             if value is not None and not 0.0 <= value <= 1.0:
                 raise ValueError(f"{key} must be within [0, 1], not {value}")
         now = time.time()
         with self._transaction() as db:
             db.execute(
-                "INSERT INTO game (opponent, finished, result, reason, setup, plies, game_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (opponent, now, result, reason, setup, plies, game_id),
+                "INSERT INTO game (opponent, finished, result, reason, setup, plies, game_id, score) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (opponent, now, result, reason, setup, plies, game_id, score),
             )
             if est_opp_fear is not None or own_fear_scale is not None:
                 # A value not given keeps what was stored.
@@ -146,6 +217,40 @@ class OpponentStore:
     def opponents(self) -> list[str]:
         rows = self._db.execute("SELECT DISTINCT opponent FROM game UNION SELECT name FROM opponent ORDER BY 1")
         return [r[0] for r in rows]
+
+    def summary(self, opponent: str) -> OpponentSummary:
+        """The opponent's games, points, learnt values and setups, in one read transaction (a bot writing a
+        game meanwhile shows in all of it or in none)."""
+        out = OpponentSummary(opponent)
+        default_score = " ".join(f"WHEN '{result}' THEN {points}" for result, points in RESULT_SCORES.items())
+        self._db.execute("BEGIN")
+        try:
+            row = self._db.execute("SELECT est_opp_fear, own_fear_scale FROM opponent WHERE name = ?",
+                                   (opponent,)).fetchone()
+            if row is not None:
+                out.est_opp_fear, out.own_fear_scale = row
+            for result, count, points, last in self._db.execute(
+                f"SELECT result, COUNT(*), SUM(COALESCE(score, CASE result {default_score} ELSE 0 END)), "
+                "MAX(finished) FROM game WHERE opponent = ? GROUP BY result", (opponent,)
+            ):
+                out.results[result] = count
+                out.score += int(points or 0)
+                out.last_game = last if out.last_game is None else max(out.last_game, last)
+            for setup, result, count in self._db.execute(
+                "SELECT setup, result, COUNT(*) FROM game WHERE opponent = ? GROUP BY setup, result", (opponent,)
+            ):
+                use = next((u for u in out.setups if u.name == setup), None)
+                if use is None:
+                    use = SetupUse(setup)
+                    out.setups.append(use)
+                use.games += count
+                use.wins += count if result in ("win", "forfeit_win") else 0
+                use.draws += count if result == "draw" else 0
+                use.losses += count if result in ("loss", "forfeit_loss") else 0
+        finally:
+            self._db.execute("COMMIT")
+        out.setups.sort(key=lambda u: (-u.games, u.name or ""))
+        return out
 
     def integrity_ok(self) -> bool:
         return self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -38,7 +38,7 @@ from protocol import errors
 from protocol.codec import bot_codec
 from protocol.endpoint import Channel, Endpoint
 from protocol.link import call_pausing_outages, link_status, link_up
-from protocol.messages import RESUME_FEATURE, GoodbyeParams, HelloParams, HelloResult
+from protocol.messages import RESUME_FEATURE, GoodbyeParams, HelloParams, HelloResult, takes_move_info
 from protocol.mqtt import MqttRefused
 from protocol.tcp import backoff_delays
 
@@ -56,6 +56,7 @@ class DaemonOptions:
     idle_timeout: float | None = None
     health_interval: float = 5.0
     handle_signals: bool = True
+    share_thinking: bool = True  # the getAIMove answers carry ``info`` for a host that takes it
 
 
 class BotDaemon:
@@ -253,6 +254,7 @@ class BotDaemon:
                 log.warning("bot.hello_failed", error=str(exc))
                 return "failed"
             handler.resume_key = answer.resume_key  # the same when resumed; a new session's otherwise
+            client.send_move_info = self.options.share_thinking and takes_move_info(answer.protocol)
             if resume_game is not None:
                 if answer.resumed:
                     self.resumes += 1

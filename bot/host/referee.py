@@ -20,18 +20,18 @@ import secrets
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot import __version__
 from bot.game_options import GameOptions
-from engine_ext.rules.game import Game, IllegalMove, Move, MoveResult
+from engine_ext.rules.game import Game, IllegalMove, Move, MoveResult, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
 from engine_ext.rules.rulesets import RULESETS, SetupError, Square
@@ -45,13 +45,13 @@ from protocol.messages import (
     CreateAISetupParams,
     GameOverParams,
     GetAIMoveParams,
+    GetAIMoveResult,
     GetAISetupPieceParams,
     GetAISetupPieceResult,
     GoodbyeParams,
     HelloParams,
     HelloResult,
     IllegalSetupParams,
-    MoveModel,
     MoveReport,
     SetGameOptionParams,
     SetOpponentSetupPieceParams,
@@ -236,6 +236,49 @@ class _BadSetupAnswer(Exception):
 MoveObserver = Callable[[Game, MoveResult | None], Awaitable[None]]
 
 
+# --- what the host tells its observers (the web view, bot/web/): started, a move, over -------------------------
+
+
+@dataclass(frozen=True)
+class GameStarted:
+    """Both setups are in and the first move is about to be asked for."""
+
+    game_id: str
+    names: Mapping[Side, str]
+    options: RulesOptions
+    setups: Mapping[Side, Mapping[Square, Rank]]
+    started: str  # the record's start time (UTC, ISO 8601)
+    move_time_max: float  # seconds a move may take (the clock a viewer sees)
+
+
+@dataclass(frozen=True)
+class MovePlayed:
+    game_id: str
+    ply: int  # this move's ply number, 1 for the first move
+    played: MoveResult
+    recorded: RecordedMove  # as it stands in the game's record
+    seconds: float  # the mover's thinking time for it, as the host measured it (outages excluded)
+
+
+@dataclass(frozen=True)
+class GameEnded:
+    """A game is over (finished, forfeited or adjourned); void games, which never started, are not told."""
+
+    result: GameResult
+
+
+class GameObserver(Protocol):
+    """Watches the host's games. The calls are plain functions on the host's event loop, made while a game
+    waits: an observer must only take note (queue, copy) and never block; what it raises is logged and
+    ignored, since watching a game must never change it."""
+
+    def game_started(self, event: GameStarted) -> None: ...
+
+    def move_played(self, event: MovePlayed) -> None: ...
+
+    def game_over(self, event: GameEnded) -> None: ...
+
+
 async def _all_or_forfeits(*steps: Awaitable[None]) -> None:
     """Await the steps together; if any forfeits, raise one ``_Forfeit`` naming every side that did
     (both bots can fail in the setup phase)."""
@@ -336,6 +379,8 @@ class Host:
         self._mqtt: MqttHostListener | None = None
         self._live: dict[str, _Referee] = {}  # games in progress, by game id (for resuming bots)
         self._stopping = False  # stop_pairing was called: no new games
+        self._observers: list[GameObserver] = []  # told of every game's start, moves and end (bot/web/)
+        self._failed_observers: set[int] = set()  # ids of the observers that raised
         if self.settings.ruleset not in RULESETS:
             raise ValueError(f"unknown ruleset {self.settings.ruleset!r} (known: {', '.join(RULESETS)})")
 
@@ -472,6 +517,23 @@ class Host:
         session.busy = False
         self._spawn(self._notify_change())
 
+    # --- observers -----------------------------------------------------------------------------------------
+
+    def observe(self, observer: GameObserver) -> None:
+        """Tell ``observer`` of every game from now on: its start, each move and its end."""
+        self._observers.append(observer)
+
+    def _publish(self, tell: Callable[[GameObserver], None]) -> None:
+        for observer in list(self._observers):
+            try:
+                tell(observer)
+            except Exception as exc:  # a watcher's bug must not cost a game
+                if id(observer) in self._failed_observers:  # its traceback is in the log once; that is enough
+                    log.debug("host.observer_failed_again", observer=type(observer).__name__, error=repr(exc))
+                else:
+                    self._failed_observers.add(id(observer))
+                    log.exception("host.observer_failed", observer=type(observer).__name__)
+
     # --- stopping ------------------------------------------------------------------------------------------
 
     @property
@@ -579,6 +641,7 @@ class Host:
             log.info("host.game_void", game=game_id, red=red.name, blue=blue.name, detail=result.detail)
             return result
         self.results.append(result)
+        self._publish(lambda observer: observer.game_over(GameEnded(result)))
         log.info("host.game_over", game=game_id, red=red.name, blue=blue.name, winner=str(result.winner),
                  reason=result.reason, plies=result.plies, detail=result.detail)
         return result
@@ -611,6 +674,7 @@ class _Referee:
         self._playing: asyncio.Task[None] | None = None  # the game's calls, cancelled to adjourn it
         self._adjourned: str | None = None  # why the host adjourned the game, once it has
         self._over = asyncio.Event()  # run() has returned
+        self._told = 0  # the plies told to the host's observers
         self.record = GameRecord(
             ruleset=self.rules.ruleset.name,
             options=self.settings.record_options(),
@@ -642,10 +706,28 @@ class _Referee:
         await self._both(self._set_up)
         await self._both(self._announce_opponent_setup)
         self.game = Game(self.rules, self.setups[Side.RED], self.setups[Side.BLUE])
+        started = GameStarted(
+            game_id=self.game_id, names={side: p.name for side, p in self.players.items()}, options=self.rules,
+            setups={side: dict(placement) for side, placement in self.setups.items()}, started=self.record.started,
+            move_time_max=self.settings.move_time_max,
+        )
+        self.host._publish(lambda observer: observer.game_started(started))
         if self.on_move is not None:
             await self.on_move(self.game, None)
         while self.game.result is None:
-            await self._turn(self.game)
+            side, thought = self.game.side_to_move, self.think[self.game.side_to_move]
+            try:
+                await self._turn(self.game)
+            finally:  # a move on the board is told even when telling the bots about it failed
+                if len(self.record.moves) == len(self.game.history) == self.game.ply > self._told:
+                    self._publish_move(side, self.think[side] - thought)
+
+    def _publish_move(self, side: Side, seconds: float) -> None:
+        assert self.game is not None
+        event = MovePlayed(game_id=self.game_id, ply=self.game.ply, played=self.game.history[-1],
+                           recorded=self.record.moves[-1], seconds=seconds)
+        self._told = event.ply
+        self.host._publish(lambda observer: observer.move_played(event))
 
     async def _run(self) -> GameResult:
         started = time.monotonic()
@@ -886,8 +968,11 @@ class _Referee:
             raise _Forfeit(side, "forfeit_error", _error_detail("getAIMove", exc)) from None
         finally:
             self.think[side] += time.monotonic() - asked - (self.waited[side] - waited)
-        assert isinstance(answer, MoveModel)
+        assert isinstance(answer, GetAIMoveResult)
         move = Move(answer.frm, answer.to)
+        if answer.info_problem is not None:  # the move stands on its own: a bad info is dropped, never forfeited
+            log.warning("host.move_info_dropped", game=self.game_id, bot=self.players[side].name, side=str(side),
+                        ply=game.ply, problem=answer.info_problem)
         try:
             played = game.play(move)
         except IllegalMove as exc:
@@ -896,6 +981,7 @@ class _Referee:
             side=str(side), move=str(move), outcome=played.outcome,
             attacker=played.attacker.label if played.attacker is not None else None,
             defender=played.defender.label if played.defender is not None else None,
+            info=answer.info.to_wire() if answer.info is not None else None,
         ))
         report = MoveReport.of(move.frm, move.to, played.attacker, played.defender, played.outcome)
         await _all_or_forfeits(

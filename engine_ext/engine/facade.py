@@ -52,6 +52,9 @@ class EngineChoice:
     # What ended the search: "depth" (the deepest iteration asked for), "nodes" (the node budget),
     # "time" (a deadline), "stop"; "" when nothing was searched (the random mover, a single legal move).
     limit: str = ""
+    # The line the engine expects, from its move on (the bot's getAIMove ``info``, docs/protocol.md). The
+    # compiled search keeps no principal variation, only each root move's value: the line is the move alone.
+    line: tuple[Move, ...] = ()
 
 
 def initial_counts(game: Game) -> list[int]:
@@ -184,14 +187,14 @@ class Engine:
         if not legal:
             raise ValueError("no legal move: the game is over")
         if self.settings.engine == "random":
-            code = self._rng.choice(legal)
-            return EngineChoice(game.move_of(code), 0.0, 0, 0, time.monotonic() - start,
-                                (f"random mover: one of {len(legal)} legal moves",))
+            move = game.move_of(self._rng.choice(legal))
+            return EngineChoice(move, 0.0, 0, 0, time.monotonic() - start,
+                                (f"random mover: one of {len(legal)} legal moves",), line=(move,))
         if self.settings.fear.own_fear_redraw == "move":
             self.psychology.redraw_own_fear()
         if len(legal) == 1:
-            return EngineChoice(game.move_of(legal[0]), 0.0, 0, 0, time.monotonic() - start,
-                                ("the only legal move",))
+            move = game.move_of(legal[0])
+            return EngineChoice(move, 0.0, 0, 0, time.monotonic() - start, ("the only legal move",), line=(move,))
         return self._search(game, legal, start, soft_deadline, hard_deadline, stop, nodes, depth)
 
     # The search ----------------------------------------------------------------------------------
@@ -243,8 +246,9 @@ class Engine:
         if suspects:
             squares = ", ".join(str(Square(*position.coords(position.piece(pid)[0]))) for pid in suspects)
             reasons.insert(1, f"searched as miners at our flag's door: the unseen pieces on {squares}")
-        return EngineChoice(game.move_of(legal[best]), totals[best], result["depth"], result["nodes"],
-                            elapsed, tuple(reasons), result["limit"])
+        move = game.move_of(legal[best])
+        return EngineChoice(move, totals[best], result["depth"], result["nodes"], elapsed, tuple(reasons),
+                            result["limit"], line=(move,))
 
     def _reasons(self, game: Game, runner: SearchRunner, legal: list[int], result: dict[str, Any],
                  values: list[float], strategic: list[float], totals: list[float], order: list[int],

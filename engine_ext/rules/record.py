@@ -14,6 +14,11 @@ A record is one JSON object (format ``perspecto-record/1``):
 
 ``outcome`` is the thesis notation: ``x`` the attacker won, ``o`` it lost, ``xo`` both fell; absent for a
 plain move. ``attacker`` and ``defender`` are the revealed ranks of an attack.
+
+``info`` (optional, absent when the bot sent none) is what the moving bot's engine said about the move: the
+``info`` object of its getAIMove answer as the host validated it (protocol 1.1, docs/protocol.md), e.g.
+``{"depth": 4, "nodes": 51234, "time": 0.81, "value": 1.5, "pv": [{"from": "A4", "to": "A5"}],
+"reasons": ["p-e-minimax to ply 4 ..."]}``. Records written before it existed load as they are.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ class RecordedMove:
     outcome: str | None = None
     attacker: str | None = None
     defender: str | None = None
+    info: dict[str, Any] | None = None  # the engine's own account of the move (see above)
 
     def notation(self) -> str:
         """The thesis's move notation: A5-A6, A5xA6 (won), A5oA6 (lost), A5xoA6 (both fell)."""
@@ -61,7 +67,7 @@ class GameRecord:
 
     def to_json(self) -> str:
         data = {"format": FORMAT, **asdict(self)}
-        # Drop absent attack fields so plain moves stay short.
+        # Drop absent attack fields (and an absent info) so plain moves stay short.
         data["moves"] = [{k: v for k, v in m.items() if v is not None} for m in data["moves"]]
         return json.dumps(data, indent=None, separators=(",", ":"))
 

@@ -1,0 +1,194 @@
+"""``perspecto analyse RECORD_OR_DIR...``: causes of loss and chases, counted per profile over game records.
+
+The counting is ``engine_ext.lab.analysis`` (causes of loss: ``causes``; chases: ``chases``); this module
+reads the records, prints one rich table a concern, and with ``--json`` writes the same for scripts. A
+record that cannot be read or replayed is named with its reason and left out; the others are counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from engine_ext.lab.analysis import (
+    GameAnalysis,
+    GroupBy,
+    GroupSummary,
+    analyse_record,
+    record_paths,
+    summaries_json,
+    summarise,
+)
+from engine_ext.lab.causes import BACK_ROWS, GUARD_DISTANCE, Cause
+from engine_ext.lab.chases import MIN_CHASE_MOVES, ChaseEnd
+from engine_ext.rules.record import FORMAT as RECORD_FORMAT
+from engine_ext.rules.record import GameRecord
+
+WIDE = 132  # columns the tables get when the output is not a terminal
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "analyse",
+        help="causes of loss and chases, counted from game records",
+        description="Replay game records (perspecto-record/1: the lab's, the host's) and count, per profile: "
+        "how each marshal and general left the board (a bomb, the spy, a higher piece, an even trade, "
+        "and whether the piece it met was known), how each flag fell (the raider, known or not, the guards' "
+        "distance, the bombs left), and chases of a weaker known piece that ended in a capture against "
+        "pointless ones (docs/lab.md, Analysing games).",
+    )
+    p.add_argument("paths", metavar="RECORD_OR_DIR", nargs="+", type=Path,
+                   help="record files, or folders whose *.json records are all read")
+    p.add_argument("--by", choices=[g.value for g in GroupBy], default=GroupBy.PROFILE.value,
+                   help="group by the players' names (profiles) or by colour (default %(default)s)")
+    p.add_argument("--json", metavar="FILE", nargs="?", const="-",
+                   help="write the counts and every game's findings as JSON to FILE (to stdout without FILE, "
+                   "in place of the tables)")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    to_stdout = args.json == "-"
+    console = Console(stderr=to_stdout)
+    if not console.is_terminal:  # a log file or a pipe: room for the tables' rows on one line each
+        console.width = max(console.width, WIDE)
+    if args.json not in (None, "-") and _would_clobber(Path(args.json)):
+        # ``--json`` takes an optional FILE, so ``--json some-record.json ...`` would write over that record.
+        console.print(f"[red]--json {args.json}: a folder or a game record, not a file to write the analysis to "
+                      "(put --json after the records, or give it a new file name)[/red]", highlight=False)
+        return 2
+    paths = record_paths(args.paths)
+    if not paths:
+        console.print("[red]no records: the folders hold no *.json files[/red]")
+        return 2
+    games: list[GameAnalysis] = []
+    failures: dict[str, str] = {}
+    for path in paths:
+        try:
+            games.append(analyse_record(GameRecord.load(path)))
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # ReplayError is a ValueError
+            failures[str(path)] = str(exc)
+            console.print(f"[red]{path}: {exc}[/red]", highlight=False, soft_wrap=True)
+    by = GroupBy(args.by)
+    if args.json is not None:
+        text = json.dumps(summaries_json(games, by, failures), indent=1)
+        if to_stdout:
+            sys.stdout.write(text + "\n")
+        else:
+            Path(args.json).write_text(text + "\n", encoding="utf-8")
+    if not to_stdout:
+        print_tables(console, games, by)
+    if failures:
+        console.print(f"[red]{len(failures)} of {len(paths)} records could not be analysed[/red]")
+    return 1 if failures else 0
+
+
+def _would_clobber(target: Path) -> bool:
+    if target.is_dir():
+        return True
+    try:
+        with target.open(encoding="utf-8") as f:
+            head = f.read(64)
+    except OSError:
+        return False  # absent (or unreadable: writing it says why)
+    return RECORD_FORMAT in head
+
+
+def print_tables(console: Console, games: list[GameAnalysis], by: GroupBy) -> None:
+    groups = summarise(games, by)
+    console.print(f"{len(games)} games", highlight=False)
+    if not groups:
+        return
+    console.print(fates_table(groups))
+    for group in groups.values():
+        console.print(f"{group.name}: marshal or general lost to a bomb or the spy {group.lost_to_bomb_or_spy} "
+                      f"of {group.tracked_pieces}; {headline(group)}", highlight=False, soft_wrap=True)
+    console.print(flags_table(groups))
+    console.print(chases_table(groups))
+
+
+def headline(group: GroupSummary) -> str:
+    """The marshal's story in words, e.g. ``marshal lost to bomb 12 (unknown 12, back rows 9), to spy 3 ...``."""
+    parts = []
+    for rank, s in group.ranks.items():
+        lost = [f"to bomb {s.causes[Cause.BOMB]} (unknown {s.unknown[Cause.BOMB]}, back rows {s.bomb_back_rows})",
+                f"to spy {s.causes[Cause.SPY]} (unknown {s.unknown[Cause.SPY]})",
+                f"to a higher piece {s.causes[Cause.HIGHER]}", f"in a trade {s.causes[Cause.TRADE]}"]
+        parts.append(f"{rank.label} lost {', '.join(lost)}, survived {s.causes[Cause.SURVIVED]}")
+    return "; ".join(parts)
+
+
+def _with_unknown(total: int, unknown: int) -> str:
+    return f"{total} ({unknown})" if total else "0"
+
+
+def fates_table(groups: dict[str, GroupSummary]) -> Table:
+    table = Table(title="How marshals and generals left the board",
+                  caption="(n): the piece it met was unknown to its owner; back: the bomb stood on its owner's "
+                  f"back {BACK_ROWS} rows; att/def: lost to a higher piece attacking it / attacked by it")
+    for column in ("player", "piece", "games", "survived", "bomb (n)", "back", "spy (n)", "higher (n)",
+                   "att/def", "trade"):
+        # The names stay whole; a narrow terminal squeezes the counts' headers instead.
+        table.add_column(column, justify="left" if column in ("player", "piece") else "right",
+                         no_wrap=column in ("player", "piece"))
+    for group in groups.values():
+        for rank, s in group.ranks.items():
+            higher = s.causes[Cause.HIGHER]
+            table.add_row(
+                group.name, rank.label, str(s.pieces), str(s.causes[Cause.SURVIVED]),
+                _with_unknown(s.causes[Cause.BOMB], s.unknown[Cause.BOMB]), str(s.bomb_back_rows),
+                _with_unknown(s.causes[Cause.SPY], s.unknown[Cause.SPY]),
+                _with_unknown(higher, s.unknown[Cause.HIGHER]),
+                f"{s.attacked[Cause.HIGHER]}/{higher - s.attacked[Cause.HIGHER]}", str(s.causes[Cause.TRADE]),
+            )
+    return table
+
+
+def flags_table(groups: dict[str, GroupSummary]) -> Table:
+    table = Table(title="How flags fell",
+                  caption=f"guards: the owner's movable pieces within {GUARD_DISTANCE} steps of the flag when it "
+                  "fell; nearest: the distance of the nearest one; the flag's bombs (next to it in the setup): "
+                  "intact, breached (some removed), removed (all), none")
+    for column in ("player", "games", "flags lost", "raiders", "raider unknown", "guards (mean)",
+                   "nearest (mean)", "flag's bombs"):
+        table.add_column(column, justify="left" if column in ("player", "raiders", "flag's bombs") else "right",
+                         no_wrap=column == "player")
+    for group in groups.values():
+        f = group.flags
+        nearest = [d for d, n in f.nearest_guard.items() if d is not None for _ in range(n)]
+        guards = sum(k * n for k, n in f.guards.items())
+        table.add_row(
+            group.name, str(group.games), str(f.falls),
+            ", ".join(f"{r.label} {n}" for r, n in f.raiders.most_common()) or "-", str(f.raider_unknown),
+            f"{guards / f.falls:.1f}" if f.falls else "-",
+            f"{sum(nearest) / len(nearest):.1f}" if nearest else "-",
+            ", ".join(f"{state} {n}" for state, n in f.bombs.most_common()) or "-",
+        )
+    return table
+
+
+def _mean(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def chases_table(groups: dict[str, GroupSummary]) -> Table:
+    table = Table(title=f"Chases of a weaker known piece ({MIN_CHASE_MOVES} chase moves or more), by the chaser",
+                  caption="pointless: escaped, abandoned or the game ended; len: mean chase moves; other: the "
+                  "chaser fell / the chased piece fell to another")
+    for column in ("player", "chases", "captures", "len", "pointless", "len", "escaped", "abandoned",
+                   "game over", "other"):
+        table.add_column(column, justify="left" if column == "player" else "right", no_wrap=column == "player")
+    for group in groups.values():
+        c = group.chases
+        table.add_row(
+            group.name, str(c.total), str(c.captures), _mean(c.mean_length(pointless=False)), str(c.pointless),
+            _mean(c.mean_length(pointless=True)), str(c.ends[ChaseEnd.ESCAPED]), str(c.ends[ChaseEnd.ABANDONED]),
+            str(c.ends[ChaseEnd.GAME_OVER]), f"{c.ends[ChaseEnd.CHASER_FELL]}/{c.ends[ChaseEnd.CHASED_FELL]}",
+        )
+    return table

@@ -1,0 +1,479 @@
+// The Perspecto web view: watches the host's games and replays records. Read-only: it fetches and listens,
+// never sends. The server sends every board ready-made (bot/web/timeline.py): the start of each view and,
+// for every move, what it changed; this page only applies those changes, so it holds no rules.
+"use strict";
+
+const state = {
+  games: new Map(),      // id -> summary
+  doc: null,             // the open game: summary + board + start + moves
+  ply: 0,                // the ply shown
+  view: "referee",       // "referee", "red" or "blue"
+  follow: true,          // jump to each new move
+  clock: null,           // the open game's clock, and when it arrived
+  clockAt: 0,
+  standings: null,
+  loading: null,         // the id of the game being fetched
+  pending: [],           // its moves that came meanwhile
+};
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+// --- the hash: #game=ID&ply=N&view=V ---------------------------------------------------------------
+
+function readHash() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  return { game: params.get("game"), ply: params.get("ply"), view: params.get("view") };
+}
+
+function writeHash() {
+  if (!state.doc) return;
+  const params = new URLSearchParams({ game: state.doc.id, view: state.view });
+  if (!state.follow) params.set("ply", String(state.ply));
+  history.replaceState(null, "", "#" + params.toString());
+}
+
+// --- the list of games and the standings -----------------------------------------------------------------
+
+function resultText(game) {
+  const r = game.result;
+  if (!r) return game.status === "live" ? `ply ${game.plies}` : game.status;
+  const who = r.winner ? `${r.winner === "red" ? game.red : game.blue} (${r.winner}) won` : "draw";
+  return `${who} by ${String(r.reason).replaceAll("_", " ")}, ${r.plies ?? game.plies} plies`;
+}
+
+function renderList() {
+  const live = $("live-games"), finished = $("finished-games");
+  live.replaceChildren();
+  finished.replaceChildren();
+  const games = [...state.games.values()];
+  games.sort((a, b) => (b.started || "").localeCompare(a.started || "") || b.id.localeCompare(a.id));
+  for (const game of games) {
+    const item = el("li", { "data-game": game.id, "data-status": game.status },
+      el("span", { class: "red-name", text: game.red }), " vs ", el("span", { class: "blue-name", text: game.blue }),
+      el("span", { class: "result", text: `${game.id}: ${resultText(game)}` }));
+    if (state.doc && state.doc.id === game.id) item.classList.add("selected");
+    item.addEventListener("click", () => openGame(game.id));
+    (game.status === "live" ? live : finished).append(item);
+  }
+  $("no-live").hidden = live.children.length > 0;
+  $("no-finished").hidden = finished.children.length > 0;
+}
+
+function renderStandings() {
+  const section = $("standings-section");
+  section.hidden = !state.standings;
+  if (!state.standings) return;
+  const body = $("standings").tBodies[0];
+  body.replaceChildren();
+  for (const t of state.standings) {
+    body.append(el("tr", {}, ...[t.name, t.games, t.wins, t.draws, t.losses, t.forfeits, t.score]
+      .map((v) => el("td", { text: String(v) }))));
+  }
+}
+
+// --- one game --------------------------------------------------------------------------------------------
+
+async function openGame(id, { ply = null, view = null } = {}) {
+  // Moves of this game that arrive while it is fetched wait in ``pending`` and are applied on top of it.
+  state.loading = id;
+  state.pending = [];
+  const response = await fetch(`/api/games/${encodeURIComponent(id)}`);
+  if (state.loading !== id) return;  // another game was opened meanwhile
+  if (!response.ok) {
+    state.loading = null;
+    showError(`cannot open game ${id}: ${await response.text()}`);
+    return;
+  }
+  const doc = await response.json();
+  if (state.loading !== id) return;
+  state.loading = null;
+  const same = state.doc && state.doc.id === doc.id;
+  state.doc = doc;
+  if (view) state.view = view;
+  setClock(doc.clock);
+  let gap = false;
+  if (doc.board) for (const message of state.pending) gap = addMove(message) === "gap" || gap;
+  state.pending = [];
+  const plies = doc.moves ? doc.moves.length : 0;
+  if (ply !== null) {
+    state.follow = false;
+    state.ply = Math.max(0, Math.min(plies, Number(ply)));
+  } else if (!same) {
+    state.follow = doc.status === "live";
+    state.ply = state.follow ? plies : 0;
+  } else if (state.follow) {
+    state.ply = plies;
+  }
+  $("follow").checked = state.follow;
+  renderGame();
+  renderList();
+  writeHash();
+  if (gap) openGame(id, state.follow ? {} : { ply: state.ply });
+}
+
+// Add a live move to the open game: "added", "old" (already there) or "gap" (moves are missing).
+function addMove(message) {
+  const doc = state.doc;
+  const have = doc.moves.length;
+  if (message.move.ply <= have) return "old";
+  if (message.move.ply > have + 1) return "gap";
+  doc.moves.push(message.move);
+  doc.plies = message.move.ply;
+  setClock(message.clock);
+  return "added";
+}
+
+function showError(text) {
+  $("error").hidden = !text;
+  $("error").textContent = text || "";
+}
+
+function symbolOf(rank) {
+  return state.doc.board.symbols[rank] ?? "?";
+}
+
+function pieceNode(cell) {
+  const [side, rank, moved] = cell.split("/");
+  const node = el("span", { class: `piece ${side}`, title: `${side} ${rank}${moved ? " (has moved)" : ""}`,
+    text: symbolOf(rank) });
+  if (rank === "unknown") node.classList.add("unknown");
+  if (moved) node.classList.add("moved");
+  return node;
+}
+
+// The board of ``view`` after ``ply`` plies: the start, then every move's changes.
+function boardAt(view, ply) {
+  const cells = Object.assign({}, state.doc.start[view]);
+  for (const move of state.doc.moves.slice(0, ply)) {
+    for (const [square, cell] of Object.entries(move.changes[view])) {
+      if (cell === null) delete cells[square];
+      else cells[square] = cell;
+    }
+  }
+  return cells;
+}
+
+function capturedAt(ply) {
+  const taken = { red: [], blue: [] };
+  for (const move of state.doc.moves.slice(0, ply)) {
+    for (const cell of move.captured) taken[cell.split("/")[0]].push(cell);
+  }
+  const order = Object.keys(state.doc.board.symbols);  // flag, spy, scout ... marshal, bomb
+  const rank = (cell) => order.indexOf(cell.split("/")[1]);
+  for (const side of ["red", "blue"]) taken[side].sort((a, b) => rank(b) - rank(a));
+  return taken;
+}
+
+const COLUMNS = "ABCDEFGHIJKL";
+
+function renderBoard() {
+  const { width, height, lakes } = state.doc.board;
+  const board = $("board");
+  board.style.gridTemplateColumns = `1.4em repeat(${width}, auto)`;
+  const cells = boardAt(state.view, state.ply);
+  const last = state.ply > 0 ? state.doc.moves[state.ply - 1].move.split("-") : [];
+  const lakeSet = new Set(lakes);
+  const nodes = [];
+  for (let row = height; row >= 1; row--) {
+    nodes.push(el("div", { class: "coord", text: String(row) }));
+    for (let col = 0; col < width; col++) {
+      const square = COLUMNS[col] + row;
+      const cell = cells[square] ?? null;
+      const node = el("div", { class: "sq", "data-square": square, "data-cell": cell ?? "" });
+      if (lakeSet.has(square)) node.classList.add("lake");
+      if (last.includes(square)) node.classList.add("last");
+      if (cell) node.append(pieceNode(cell));
+      nodes.push(node);
+    }
+  }
+  nodes.push(el("div", { class: "coord" }));
+  for (let col = 0; col < width; col++) nodes.push(el("div", { class: "coord", text: COLUMNS[col] }));
+  board.replaceChildren(...nodes);
+  board.dataset.ply = String(state.ply);
+  board.dataset.view = state.view;
+  const taken = capturedAt(state.ply);
+  $("captured-red").replaceChildren(...taken.red.map(pieceNode));
+  $("captured-blue").replaceChildren(...taken.blue.map(pieceNode));
+}
+
+function infoText(info) {
+  if (info.unreadable) return `info unreadable: ${info.unreadable}`;
+  const parts = [];
+  if (info.depth != null) parts.push(`depth ${info.depth}`);
+  if (info.nodes != null) parts.push(`${info.nodes.toLocaleString("en")} nodes`);
+  if (info.time != null) parts.push(seconds(info.time));
+  if (info.value != null) parts.push(`value ${info.value >= 0 ? "+" : ""}${info.value.toFixed(2)}`);
+  return parts.join(", ");
+}
+
+function seconds(value) {
+  return value >= 0.1 ? `${value.toFixed(2)} s` : `${(value * 1000).toFixed(1)} ms`;
+}
+
+function lineText(pv) {
+  return pv.map((m) => (typeof m === "string" ? m : `${m.from}-${m.to}`)).join(" ");
+}
+
+function renderMoves() {
+  const list = $("moves");
+  list.replaceChildren();
+  state.doc.moves.forEach((move, i) => list.append(moveItem(move, i)));
+  markCurrentMove();
+}
+
+function moveItem(move, index) {
+  const item = el("li", { class: move.side, "data-ply": String(move.ply), title: `ply ${move.ply}` },
+    el("span", { class: "notation", text: `${move.side} ${move.notation}` }));
+  if (move.attacker && move.defender) item.append(el("span", { class: "detail", text: ` (${move.attacker} vs ${move.defender})` }));
+  const think = [];
+  if (move.info) think.push(infoText(move.info));
+  else if (move.seconds != null) think.push(seconds(move.seconds));
+  if (think.length && think[0]) item.append(el("span", { class: "think", text: `  ${think.join(", ")}` }));
+  item.addEventListener("click", () => seek(index + 1));
+  return item;
+}
+
+function markCurrentMove() {
+  const list = $("moves");
+  for (const item of list.querySelectorAll("li.current")) item.classList.remove("current");
+  const item = list.children[state.ply - 1];
+  if (item) {
+    item.classList.add("current");
+    // Scroll the list alone (scrollIntoView would scroll the page too).
+    if (item.offsetTop < list.scrollTop) list.scrollTop = item.offsetTop;
+    else if (item.offsetTop + item.offsetHeight > list.scrollTop + list.clientHeight) {
+      list.scrollTop = item.offsetTop + item.offsetHeight - list.clientHeight;
+    }
+  }
+}
+
+function renderInfo() {
+  const box = $("info");
+  box.replaceChildren();
+  const move = state.ply > 0 ? state.doc.moves[state.ply - 1] : null;
+  if (!move) return;
+  const rows = [["move", `${move.ply}. ${move.side} ${move.notation}`]];
+  if (move.attacker && move.defender) rows.push(["attack", `${move.attacker} vs ${move.defender}`]);
+  if (move.seconds != null) rows.push(["took", `${move.seconds.toFixed(3)} s (the host's clock)`]);
+  const info = move.info;
+  if (info) {
+    const summary = infoText(info);
+    if (summary) rows.push(["engine", summary]);
+    if (info.pv && info.pv.length) rows.push(["line", lineText(info.pv)]);
+    for (const reason of info.reasons || []) rows.push(["reason", reason]);
+  }
+  const list = el("dl");
+  for (const [key, value] of rows) list.append(el("dt", { text: key }), el("dd", { text: value }));
+  box.append(list);
+}
+
+function renderHead() {
+  const doc = state.doc;
+  $("title").replaceChildren(el("span", { class: "red-name", text: doc.red }), " vs ",
+    el("span", { class: "blue-name", text: doc.blue }));
+  const where = doc.record ? ` (record ${doc.record})` : "";
+  $("status").textContent = `${doc.id}${where}: ${resultText(doc)}`;
+  for (const button of document.querySelectorAll("button.view")) {
+    button.classList.toggle("active", button.dataset.view === state.view);
+  }
+}
+
+function renderControls() {
+  const plies = state.doc.moves.length;
+  const seekBar = $("seek");
+  seekBar.max = String(plies);
+  seekBar.value = String(state.ply);
+  $("ply").textContent = `ply ${state.ply} of ${plies}`;
+}
+
+function renderGame() {
+  $("empty").hidden = true;
+  $("game").hidden = false;
+  renderHead();
+  showError(state.doc.error || "");
+  const playable = Boolean(state.doc.board);
+  $("board").hidden = !playable;
+  if (!playable) {
+    $("moves").replaceChildren();
+    return;
+  }
+  renderBoard();
+  renderMoves();
+  renderControls();
+  renderInfo();
+  renderClock();
+}
+
+function seek(ply) {
+  if (!state.doc || !state.doc.board) return;
+  const plies = state.doc.moves.length;
+  state.ply = Math.max(0, Math.min(plies, ply));
+  state.follow = state.doc.status === "live" && state.ply === plies;  // at the newest move of a live game
+  $("follow").checked = state.follow;
+  renderBoard();
+  markCurrentMove();
+  renderControls();
+  renderInfo();
+  writeHash();
+}
+
+// --- the clock -------------------------------------------------------------------------------------------
+
+function setClock(clock) {
+  state.clock = clock || null;
+  state.clockAt = performance.now();
+}
+
+function renderClock() {
+  const box = $("clock");
+  const clock = state.clock;
+  if (!state.doc || !clock) {
+    box.textContent = "";
+    return;
+  }
+  const think = clock.think || {};
+  const totals = `thinking: red ${(think.red ?? 0).toFixed(1)} s, blue ${(think.blue ?? 0).toFixed(1)} s`;
+  if (state.doc.status === "live" && clock.to_move && clock.elapsed != null) {
+    const elapsed = clock.elapsed + (performance.now() - state.clockAt) / 1000;
+    const limit = clock.move_time_max != null ? ` of ${clock.move_time_max} s` : "";
+    box.textContent = `${clock.to_move} to move: ${elapsed.toFixed(1)} s${limit}; ${totals}`;
+  } else {
+    box.textContent = state.doc.source === "host" ? totals : "";
+  }
+}
+
+// --- live changes ----------------------------------------------------------------------------------------
+
+function onMessage(message) {
+  switch (message.type) {
+    case "hello":
+      state.games = new Map(message.games.map((g) => [g.id, g]));
+      state.standings = message.standings;
+      renderList();
+      renderStandings();
+      if (state.doc) openGame(state.doc.id, state.follow ? {} : { ply: state.ply });  // catch up after a reconnect
+      break;
+    case "game": {
+      state.games.set(message.game.id, message.game);
+      renderList();
+      if (state.doc && state.doc.id === message.game.id && state.doc.status !== message.game.status) {
+        openGame(message.game.id, state.follow ? {} : { ply: state.ply });  // it ended: its result and record
+      }
+      break;
+    }
+    case "removed":
+      state.games.delete(message.game);
+      renderList();
+      break;
+    case "standings":
+      state.standings = message.standings;
+      renderStandings();
+      break;
+    case "move":
+      onMove(message);
+      break;
+  }
+}
+
+function onMove(message) {
+  const game = state.games.get(message.game);
+  if (game) {
+    game.plies = message.move.ply;
+    game.clock = message.clock;
+    const line = document.querySelector(`li[data-game="${CSS.escape(game.id)}"] .result`);
+    if (line) line.textContent = `${game.id}: ${resultText(game)}`;
+  }
+  if (state.loading === message.game) {
+    state.pending.push(message);
+    return;
+  }
+  const doc = state.doc;
+  if (!doc || doc.id !== message.game || !doc.board) return;
+  const have = doc.moves.length;
+  const outcome = addMove(message);
+  if (outcome === "gap") openGame(doc.id, state.follow ? {} : { ply: state.ply });  // missed some: fetch again
+  if (outcome !== "added") return;
+  $("moves").append(moveItem(message.move, have));
+  if (state.follow) seek(doc.moves.length);
+  else renderControls();
+  renderHead();
+}
+
+let socket = null;
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  socket = new WebSocket(`${scheme}://${location.host}/api/live`);
+  $("connection").dataset.state = "connecting";
+  $("connection").textContent = "connecting";
+  socket.addEventListener("open", () => {
+    $("connection").dataset.state = "open";
+    $("connection").textContent = "live";
+  });
+  socket.addEventListener("message", (event) => onMessage(JSON.parse(event.data)));
+  socket.addEventListener("close", () => {
+    $("connection").dataset.state = "closed";
+    $("connection").textContent = "disconnected: retrying";
+    setTimeout(connect, 1500);
+  });
+}
+
+// --- controls --------------------------------------------------------------------------------------------
+
+function wire() {
+  $("first").addEventListener("click", () => seek(0));
+  $("back").addEventListener("click", () => seek(state.ply - 1));
+  $("forward").addEventListener("click", () => seek(state.ply + 1));
+  $("last").addEventListener("click", () => seek(state.doc ? state.doc.moves.length : 0));
+  $("seek").addEventListener("input", (event) => seek(Number(event.target.value)));
+  $("follow").addEventListener("change", (event) => {
+    state.follow = event.target.checked;
+    if (state.follow && state.doc) seek(state.doc.moves.length);
+  });
+  for (const button of document.querySelectorAll("button.view")) {
+    button.addEventListener("click", () => {
+      state.view = button.dataset.view;
+      if (state.doc && state.doc.board) {
+        renderHead();
+        renderBoard();
+        writeHash();
+      }
+    });
+  }
+  document.addEventListener("keydown", (event) => {
+    if (event.target instanceof HTMLInputElement && event.target.type !== "range") return;
+    if (event.key === "ArrowLeft") seek(state.ply - 1);
+    else if (event.key === "ArrowRight") seek(state.ply + 1);
+  });
+  setInterval(renderClock, 200);
+}
+
+async function start() {
+  wire();
+  const response = await fetch("/api/games");
+  const data = await response.json();
+  state.games = new Map(data.games.map((g) => [g.id, g]));
+  state.standings = data.standings;
+  renderList();
+  renderStandings();
+  const wanted = readHash();
+  if (wanted.game) {
+    await openGame(wanted.game, { ply: wanted.ply, view: wanted.view });
+  } else if (state.games.size === 1) {
+    await openGame(state.games.keys().next().value);  // one record: open it
+  }
+  connect();
+}
+
+start();
