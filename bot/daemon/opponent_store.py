@@ -3,7 +3,8 @@
 One SQLite file. Each finished game is one transaction, so a kill -9 in the middle of a write
 leaves either the whole game or none of it (SQLite's journal does the atomic part). What is kept
 per opponent: the engine's estimate of the opponent's fear (thesis 10.3.3 keeps estOppFear across
-games), the results, and which setups we played and how they fared.
+games), the results, which setups we played and how they fared, and the opponent's own setups as the
+host revealed them at each game's end (the belief model's prior against it, engine_ext/beliefs/prior.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 RESULTS = ("win", "draw", "loss", "forfeit_win", "forfeit_loss")
+# Columns added after the first stores were written: (table, column, definition). Older stores gain them
+# when opened; their games keep the columns' defaults (no ruleset, no opponent setup).
+_ADDED_COLUMNS = (
+    ("opponent", "own_fear_scale", "REAL"),
+    ("game", "ruleset", "TEXT NOT NULL DEFAULT ''"),
+    ("game", "opponent_setup", "TEXT"),
+)
+# The opponent's setups the prior blends in: its most recent games, at most this many.
+SETUPS_KEPT = 50
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS opponent (
@@ -32,7 +42,9 @@ CREATE TABLE IF NOT EXISTS game (
     reason TEXT NOT NULL DEFAULT '',
     setup TEXT,
     plies INTEGER NOT NULL DEFAULT 0,
-    game_id TEXT NOT NULL DEFAULT ''
+    game_id TEXT NOT NULL DEFAULT '',
+    ruleset TEXT NOT NULL DEFAULT '',
+    opponent_setup TEXT
 );
 CREATE INDEX IF NOT EXISTS game_by_opponent ON game (opponent, id);
 """
@@ -61,10 +73,11 @@ class OpponentStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
-        # Stores written before ownFear's bluff scale existed get its column (empty: not learnt yet).
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(opponent)")}
-        if "own_fear_scale" not in columns:
-            self._db.execute("ALTER TABLE opponent ADD COLUMN own_fear_scale REAL")
+        # Stores written before a column existed get it (empty: not learnt yet).
+        for table, column, definition in _ADDED_COLUMNS:
+            columns = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
     def close(self) -> None:
         self._db.close()
@@ -118,8 +131,11 @@ class OpponentStore:
         est_opp_fear: float | None = None,
         game_id: str = "",
         own_fear_scale: float | None = None,
+        ruleset: str = "",
+        opponent_setup: str | None = None,
     ) -> None:
-        """Store one finished game and the fear estimates after it, all or nothing."""
+        """Store one finished game and the fear estimates after it, all or nothing. ``opponent_setup``
+        is the opponent's whole setup as the host revealed it (Gravon letters, front row first)."""
         if result not in RESULTS:
             raise ValueError(f"result must be one of {', '.join(RESULTS)}, not {result!r}")
         for key, value in (("est_opp_fear", est_opp_fear), ("own_fear_scale", own_fear_scale)):
@@ -128,9 +144,9 @@ class OpponentStore:
         now = time.time()
         with self._transaction() as db:
             db.execute(
-                "INSERT INTO game (opponent, finished, result, reason, setup, plies, game_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (opponent, now, result, reason, setup, plies, game_id),
+                "INSERT INTO game (opponent, finished, result, reason, setup, plies, game_id, ruleset, "
+                "opponent_setup) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (opponent, now, result, reason, setup, plies, game_id, ruleset, opponent_setup),
             )
             if est_opp_fear is not None or own_fear_scale is not None:
                 # A value not given keeps what was stored.
@@ -142,6 +158,14 @@ class OpponentStore:
                     "updated = excluded.updated",
                     (opponent, est_opp_fear, own_fear_scale, now),
                 )
+
+    def opponent_setups(self, opponent: str, ruleset: str, limit: int = SETUPS_KEPT) -> list[str]:
+        """The opponent's revealed setups in ``ruleset``'s games, oldest first, the last ``limit``."""
+        rows = self._db.execute(
+            "SELECT opponent_setup FROM game WHERE opponent = ? AND ruleset = ? AND opponent_setup IS NOT NULL "
+            "ORDER BY id DESC LIMIT ?", (opponent, ruleset, limit),
+        ).fetchall()
+        return [r[0] for r in reversed(rows)]
 
     def opponents(self) -> list[str]:
         rows = self._db.execute("SELECT DISTINCT opponent FROM game UNION SELECT name FROM opponent ORDER BY 1")
