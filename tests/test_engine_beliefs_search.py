@@ -1,23 +1,29 @@
 """Beliefs in the search (issue 22): the compiled knowledge prices attacks from each unknown piece's rank
 distribution when ``beliefs`` is on; the thesis's pools are the special case of a pool-shaped belief;
-the compiled search and the plain reference agree with beliefs on; bad beliefs are refused by name."""
+the compiled search and the plain reference agree with beliefs on; bad beliefs are refused by name; the
+facade keeps one belief model a game, hands its rows to the search and names them in its reasons."""
 
 from __future__ import annotations
 
 import itertools
 import random
+import re
+import time
 from typing import Any
 
 import numpy as np
 import pytest
+import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine_ext.engine.facade import initial_counts
+from engine_ext.engine import facade
+from engine_ext.engine.facade import Engine, EngineMove, initial_counts, search_beliefs
 from engine_ext.engine.knowledge import KnowledgeView
 from engine_ext.engine.reference_search import Reference, best_index
 from engine_ext.engine.search import SearchRunner
 from engine_ext.engine.settings import SearchParams, builtin_settings, search_params
+from engine_ext.lab.signature import bench_positions
 from engine_ext.research.selfplay import semi_random_game
 from engine_ext.rules.core import Position
 from engine_ext.rules.game import Game, RulesOptions
@@ -241,3 +247,87 @@ def test_beliefs_change_the_search_and_the_flag_shares() -> None:
     assert any(any(on.belief(pid)) for pid in range(view.position.piece_count))
     plain = SearchRunner(view.position, me, initial_counts(view), params_for(beliefs=False))
     assert not any(any(plain.belief(pid)) for pid in range(view.position.piece_count))
+
+
+# --- the facade: the model per game, the rows to the search, the reasons --------------------------------
+
+
+def bench_view(ply: int) -> Game:
+    return next(p.view for p in bench_positions(1, 20, 80) if p.label.endswith(f"ply {ply:3d}"))
+
+
+def beliefs_engine(**changes: Any) -> Engine:
+    return Engine(builtin_settings("perspecto").model_copy(update={"beliefs": True, "seed": 1, "threads": 1,
+                                                                   **changes}))
+
+
+def test_search_beliefs_takes_each_piece_from_its_opponents_matrix() -> None:
+    view = bench_view(20)
+    me = int(view.side_to_move)
+    enemy = np.full((MAX_PIECES, N_RANKS), 2.0)
+    ours = np.full((MAX_PIECES, N_RANKS), 3.0)
+    rows = search_beliefs(view.position, me, enemy, ours)
+    for pid in range(view.position.piece_count):
+        assert rows[pid, 0] == (3.0 if view.position.piece(pid)[1] == me else 2.0)
+
+
+def test_the_engine_keeps_one_model_a_game_and_names_the_beliefs() -> None:
+    # Ply 60 of the first bench game: an attack on an unknown piece is on the board (taken or left alone);
+    # the reasons say what the beliefs make of that piece.
+    view = bench_view(60)
+    engine = beliefs_engine()
+    engine.start_game(view, view.side_to_move, "someone")
+    model = engine.belief_model
+    assert model is not None and model.ply_seen == len(view.history)
+    start = time.monotonic()
+    choice = engine.choose_move(view, start + 60, start + 120, nodes=60_000)
+    assert choice.move in [view.move_of(code) for code in view.legal_codes()]
+    named = [r for r in choice.reasons if r.startswith("beliefs: ")]
+    assert named, choice.reasons
+    assert all(re.search(r"[A-J]\d+ is a [a-z]+ with [01]\.\d\d", r) for r in named)
+    assert engine.belief_model is model  # the same game: updated, not rebuilt by the engine
+
+
+def test_without_the_setting_no_model_and_no_belief_reasons() -> None:
+    view = bench_view(60)
+    engine = beliefs_engine(beliefs=False)
+    engine.start_game(view, view.side_to_move)
+    start = time.monotonic()
+    choice = engine.choose_move(view, start + 60, start + 120, nodes=60_000)
+    assert engine.belief_model is None
+    assert not any(r.startswith("beliefs: ") for r in choice.reasons)
+
+
+def test_a_failing_model_is_logged_and_the_move_priced_from_the_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken:
+        def __init__(self, *args: Any) -> None:
+            raise RuntimeError("no statistics")
+
+    monkeypatch.setattr(facade, "BeliefModel", Broken)
+    view = bench_view(40)
+    engine = beliefs_engine()
+    with structlog.testing.capture_logs() as logs:
+        engine.start_game(view, view.side_to_move)
+        start = time.monotonic()
+        choice = engine.choose_move(view, start + 60, start + 120, nodes=30_000)
+    assert choice.move in [view.move_of(code) for code in view.legal_codes()]
+    assert engine.belief_model is None
+    assert any(entry["event"] == "engine.beliefs_failed" for entry in logs)
+
+
+def test_the_opponents_past_setups_reach_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[Any, ...]] = []
+    real = facade.BeliefModel
+
+    def recording(game: Game, side: Any, setups: tuple[Any, ...] = ()) -> Any:
+        seen.append(setups)
+        return real(game, side, setups)
+
+    monkeypatch.setattr(facade, "BeliefModel", recording)
+    engine = EngineMove(beliefs_engine())
+    engine.opponent_setups = ["a setup"]  # type: ignore[list-item]
+    assert engine.engine.opponent_setups == ["a setup"]
+    engine.opponent_setups = []
+    view = bench_view(20)
+    engine.engine.start_game(view, view.side_to_move)
+    assert seen == [()]
