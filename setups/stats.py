@@ -204,6 +204,41 @@ def compute_training_counts(lines: Iterable[str], ruleset: Ruleset) -> dict[str,
     }
 
 
+def compute_neighbour_pairs(lines: Iterable[str], ruleset: Ruleset) -> dict[str, Any] | None:
+    """For every two neighbouring setup squares i < j, how often rank a stood on i with rank b on j,
+    over the training part of the split (the belief model's pair statistics: a revealed bomb makes its
+    neighbours likelier to be the flag or bombs). Only for rulesets whose pieces fill the setup area
+    (classic); ``None`` otherwise."""
+    if not ruleset.fills_setup_area:
+        return None
+    width, rows = ruleset.width, ruleset.setup_rows
+    size = width * rows
+    ranks = [r for r in Rank if ruleset.pieces.get(r, 0) > 0]
+    index = {rank_letter(r, Notation.GRAVON): k for k, r in enumerate(ranks)}
+    wanted = Counter({rank_letter(r, Notation.GRAVON): ruleset.pieces[r] for r in ranks})
+    pairs = {(i, j): [[0] * len(ranks) for _ in ranks] for i in range(size) for j in _neighbours(i, width, rows)
+             if i < j}
+    training = 0
+    for line in lines:
+        if len(line) != size or Counter(line) != wanted or is_heldout(line):
+            continue
+        training += 1
+        for (i, j), table in pairs.items():
+            table[index[line[i]]][index[line[j]]] += 1
+    return {
+        "split": SPLIT_RULE,
+        "ruleset": ruleset.name,
+        "setups": training,
+        "ranks": [rank_key(r) for r in ranks],
+        "pairs": {f"{i}-{j}": table for (i, j), table in pairs.items()},
+    }
+
+
+def pairs_path(ruleset_name: str) -> Path:
+    """Where the shipped neighbour-pair statistics of a ruleset live (classic only)."""
+    return Path(str(resources.files("setups") / "data" / f"{ruleset_name}-pairs.json"))
+
+
 @dataclass(frozen=True)
 class SetupScore:
     """How human a setup looks; see the module docstring for the definitions."""

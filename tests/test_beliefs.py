@@ -14,13 +14,12 @@ from hypothesis import strategies as st
 
 from bot.cli import main
 from engine_ext.beliefs import MAX_PIECES, BeliefModel, balance
-from engine_ext.beliefs.calibration import posterior_report, prior_report, thesis_pool
+from engine_ext.beliefs.calibration import hard_only, posterior_report, prior_report, thesis_pool
 from engine_ext.beliefs.events import GameTracker
 from engine_ext.beliefs.evidence import (
     OUTCOMES,
     RELATIONS,
     Likelihoods,
-    neutral_likelihoods,
     relation,
     shipped_likelihoods,
 )
@@ -85,8 +84,6 @@ def _check_matrix(matrix: np.ndarray, game: Game, owner: Side, tracker: GameTrac
             assert row[rank] == 1.0  # revealed: one-hot
         if rank == int(Rank.UNKNOWN):
             assert not tracker.shown[pid]
-        else:
-            counts[rank] -= 0  # counted below from the dead
     dead = np.zeros(13)
     for pid in range(pos.piece_count):
         sq, side, rank, _moves = pos.piece(pid)
@@ -324,6 +321,33 @@ def test_the_fit_and_calibrate_commands_run_end_to_end(tmp_path: Path, capsys: p
 # --- the prior and across games --------------------------------------------------------------------------
 
 
+def _with(setup: Setup, **wanted: int) -> Setup:
+    """``setup`` with the named ranks swapped onto the given position indices."""
+    cells = list(setup.cells)
+    for name, index in wanted.items():
+        rank = Rank[name.upper()]
+        at = next(i for i, r in enumerate(cells) if r == rank and i not in wanted.values())
+        cells[at], cells[index] = cells[index], cells[at]
+    return Setup(CLASSIC, tuple(cells))
+
+
+def test_a_revealed_bomb_makes_the_hidden_piece_behind_it_likelier_the_flag() -> None:
+    # Blue: a bomb on A7 (front row) with its flag behind it on A8; red's sergeant walks up column A and
+    # hits the bomb. The fight shows the bomb; the pair statistics then raise A8's chance of the flag.
+    red = _with(generate_setup(CLASSIC, 61), sergeant=0)
+    blue = _with(generate_setup(CLASSIC, 62), bomb=0, flag=10, captain=9)
+    game = RefereedGame(RulesOptions(), red.placement(Side.RED), blue.placement(Side.BLUE))
+    sq = Square.parse
+    for move in ("A4-A5", "J7-J6", "A5-A6", "J6-J7", "A6-A7"):
+        game.play(Move.parse(move))
+    assert game.referee.history[-1].defender == Rank.BOMB
+    view = game.view(Side.RED)
+    pid = view.position.piece_id(view.position.square(sq("A8").col, sq("A8").row))
+    with_pairs, without = BeliefModel(view, Side.RED), BeliefModel(view, Side.RED, pairs=False)
+    assert with_pairs.tracker.shown[view.position.piece_id(view.position.square(0, 6))]
+    assert with_pairs.enemy_matrix()[pid, FLAG] > 1.5 * without.enemy_matrix()[pid, FLAG]
+
+
 def test_the_prior_is_a_distribution_per_square_and_knows_where_flags_stand() -> None:
     table = human_prior(CLASSIC)
     assert table.shape == (40, 13) and np.allclose(table.sum(axis=1), 1.0)
@@ -371,10 +395,13 @@ def test_an_opponent_that_always_hides_its_flag_in_the_left_corner_is_found_out_
 
 @pytest.mark.skipif(not (DATA / "gravon-setups-classic.txt").is_file(), reason="shared Gravon data not present")
 def test_the_prior_beats_the_uniform_pool_on_held_out_human_setups() -> None:
-    report = prior_report(CLASSIC, DATA / "gravon-setups-classic.txt")
+    report = prior_report(CLASSIC, DATA / "gravon-setups-classic.txt", pair_sample=150)
     assert report.setups == 6759
     assert report.marginals < report.pool - 0.15  # 2.096 vs 2.270 nats a piece when measured
     assert report.balanced <= report.marginals + 1e-3
+    # The pair statistics earn their place: revealed neighbours make the hidden pieces better predicted.
+    for without, with_pairs in report.pairs.values():
+        assert with_pairs < without - 0.01
 
 
 def test_the_model_scores_better_than_the_thesis_pool_on_played_games(tmp_path: Path) -> None:
@@ -382,7 +409,7 @@ def test_the_model_scores_better_than_the_thesis_pool_on_played_games(tmp_path: 
     records.mkdir()
     for seed in (31, 32):
         _played_record(seed, plies=200).save(records / f"{seed}.json")
-    report = posterior_report([records], [("hard evidence", neutral_likelihoods())], every=5)
+    report = posterior_report([records], [hard_only()], every=5)
     assert report.games == 2
     pool, hard = report.mean_loss()
     assert hard < pool
@@ -404,7 +431,7 @@ def test_the_reliability_plot_is_a_png(tmp_path: Path) -> None:
     records = tmp_path / "r"
     records.mkdir()
     _played_record(33, plies=60).save(records / "g.json")
-    report = posterior_report([records], [("hard evidence", neutral_likelihoods())], every=3)
+    report = posterior_report([records], [hard_only()], every=3)
     out = tmp_path / "img" / "rel.png"
     assert plot_reliability(report, out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -13,7 +13,14 @@ import pytest
 from engine_ext.rules.pieces import Rank
 from engine_ext.rules.rulesets import BARRAGE, CLASSIC, MINI, Ruleset
 from setups import Notation, SetupStats, compute_stats, generate_setup, load_stats, parse_setup, random_setup
-from setups.stats import compute_training_counts, is_heldout, read_gravon_lines, stats_path
+from setups.stats import (
+    compute_neighbour_pairs,
+    compute_training_counts,
+    is_heldout,
+    pairs_path,
+    read_gravon_lines,
+    stats_path,
+)
 
 # The shared data lies beside the clone (CI: <dir>/shared + <dir>/main); a worktree finds it at /work/shared.
 DATA = next((d for d in (Path(__file__).resolve().parents[2] / "shared" / "data", Path("/work/shared/data"))
@@ -68,6 +75,23 @@ def test_statistics_are_computed_from_the_data_file(ruleset: Ruleset) -> None:
     assert training["setups"] + training["heldout_setups"] == shipped["setups"]
     assert training["heldout_setups"] == sum(1 for line in lines if is_heldout(line))
     assert training["heldout_setups"] == {CLASSIC: 6759, BARRAGE: 466}[ruleset]
+
+
+@needs_data
+def test_the_pair_statistics_are_computed_from_the_training_part() -> None:
+    lines, _skipped = read_gravon_lines(DATA / SOURCES[CLASSIC], CLASSIC)
+    shipped = json.loads(pairs_path("classic").read_text(encoding="utf-8"))
+    assert shipped == compute_neighbour_pairs(lines, CLASSIC)
+    assert shipped["setups"] == 58_161
+    # Every neighbouring pair of the 4 x 10 area once (i < j), each table counting every training setup.
+    assert len(shipped["pairs"]) == 4 * 9 + 3 * 10
+    assert all(sum(map(sum, table)) == shipped["setups"] for table in shipped["pairs"].values())
+
+
+def test_pair_statistics_ship_for_classic_only() -> None:
+    assert pairs_path("classic").is_file() and pairs_path("classic").parent == stats_path("classic").parent
+    assert not pairs_path("barrage").exists()
+    assert compute_neighbour_pairs(["DDDD"], BARRAGE) is None
 
 
 def test_the_split_is_fixed_and_holds_out_about_a_tenth() -> None:

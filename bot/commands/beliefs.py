@@ -85,7 +85,13 @@ def run_fit(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from engine_ext.beliefs.calibration import hard_only, plot_reliability, posterior_report, prior_report
+    from engine_ext.beliefs.calibration import (
+        Variant,
+        hard_only,
+        plot_reliability,
+        posterior_report,
+        prior_report,
+    )
     from engine_ext.rules.rulesets import CLASSIC
 
     data = (args.data or _default_data()) / "gravon-setups-classic.txt"
@@ -103,9 +109,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
             repeats = [float(r) for r in args.repeats.split(",") if r.strip()]
         except ValueError:
             return _error(f"--floors / --repeats: not a list of numbers: {args.floors!r} {args.repeats!r}", 2)
-        models += [(f"floor {f:g}", tables.with_floor(f)) for f in floors if f != tables.floor]
-        models += [(f"repeats {r:g}", tables.with_repeats(r)) for r in repeats if r != tables.repeats]
-        models.append((f"fitted (floor {tables.floor:g}, repeats {tables.repeats:g})", tables))
+        models.append(Variant("no pairs", tables, pairs=False))
+        models += [Variant(f"floor {f:g}", tables.with_floor(f)) for f in floors if f != tables.floor]
+        models += [Variant(f"repeats {r:g}", tables.with_repeats(r)) for r in repeats if r != tables.repeats]
+        models.append(Variant(f"fitted (floor {tables.floor:g}, repeats {tables.repeats:g})", tables))
         report = posterior_report(args.records, models, every=max(1, args.every))
     except (OSError, ValueError) as exc:
         return _error(str(exc), 1)

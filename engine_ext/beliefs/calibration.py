@@ -2,7 +2,9 @@
 
 - **Prior**, on the held-out human setups (the split of setups/stats.py; the prior never saw them):
   mean log-loss a piece, ``-ln p(true rank)``, of the uniform pool (thesis 7.3), of the start-square
-  marginals, and of the marginals balanced to the pool's counts (what the model starts a game with).
+  marginals, and of the marginals balanced to the pool's counts (what the model starts a game with);
+  then with 5, 10, 20, 30 pieces revealed at random, the hidden ones balanced with and without the pair
+  statistics of their revealed neighbours (whether the pairs earn their place).
 - **Posterior**, on game records (both setups known; play them from held-out setups, e.g. ``perspecto
   match ... --setups FILE`` with the held-out lines): every ``every`` plies, each hidden live piece of
   both sides as the other side sees it, scored by log-loss per ply bucket for the thesis's pool (an
@@ -14,6 +16,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +35,7 @@ from engine_ext.beliefs.evidence import (
 )
 from engine_ext.beliefs.fit import record_files, replay, start_game
 from engine_ext.beliefs.model import BeliefModel, balance
-from engine_ext.beliefs.prior import human_prior, pool_shares
+from engine_ext.beliefs.prior import human_prior, neighbour_ratios, pool_shares
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord
 from engine_ext.rules.rulesets import Ruleset
@@ -43,23 +46,35 @@ BINS = 10
 _EPS = 1e-12  # a probability of 0 for the true rank would be an infinite loss; it is scored as 1e-12
 
 
+REVEALED = (5, 10, 20, 30)  # pieces shown at random in the pair statistics' test
+PAIR_SAMPLE = 1500  # held-out setups that test uses
+
+
 @dataclass(frozen=True)
 class PriorReport:
     setups: int
     pool: float  # mean log-loss a piece, nats
     marginals: float
     balanced: float
+    # revealed count -> (balanced marginals, with the pair statistics): log-loss of the hidden pieces
+    pairs: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
-        return [
+        out = [
             f"prior on {self.setups} held-out human setups, mean log-loss a piece (nats):",
             f"  uniform pool (thesis 7.3)      {self.pool:.4f}",
             f"  start-square marginals         {self.marginals:.4f}  ({self.marginals - self.pool:+.4f})",
             f"  marginals balanced to the pool {self.balanced:.4f}  ({self.balanced - self.pool:+.4f})",
         ]
+        if self.pairs:
+            out.append("with pieces revealed at random (held-out setups), the hidden ones:")
+            for k, (without, with_pairs) in self.pairs.items():
+                out.append(f"  {k:>2} revealed: balanced {without:.4f}, with the pair statistics {with_pairs:.4f} "
+                           f"({with_pairs - without:+.4f})")
+        return out
 
 
-def prior_report(ruleset: Ruleset, data_file: Path) -> PriorReport:
+def prior_report(ruleset: Ruleset, data_file: Path, pair_sample: int = PAIR_SAMPLE) -> PriorReport:
     lines, _skipped = read_gravon_lines(data_file, ruleset)
     held = [line for line in lines if is_heldout(line)]
     if not held:
@@ -81,7 +96,45 @@ def prior_report(ruleset: Ruleset, data_file: Path) -> PriorReport:
             sums -= np.log([pool[r], table[index, r], max(balanced[index, r], _EPS)])
             pieces += 1
     pool_loss, marginal_loss, balanced_loss = (sums / pieces).tolist()
-    return PriorReport(len(held), pool_loss, marginal_loss, balanced_loss)
+    return PriorReport(len(held), pool_loss, marginal_loss, balanced_loss,
+                       _pair_test(ruleset, held[:pair_sample], table, counts))
+
+
+def _pair_test(ruleset: Ruleset, lines: Sequence[str], table: FloatArray,
+               counts: FloatArray) -> dict[int, tuple[float, float]]:
+    """Reveal k random pieces of each setup (seeded), balance the rest with and without the pair
+    statistics of the revealed neighbours, and score the hidden pieces."""
+    ratios = neighbour_ratios(ruleset)
+    if not ratios:
+        return {}
+    neighbours: dict[int, list[int]] = {}
+    for i, j in ratios:
+        neighbours.setdefault(j, []).append(i)
+    rng = random.Random(1)
+    out = {}
+    for k in REVEALED:
+        sums = np.zeros(2)
+        pieces = 0
+        for line in lines:
+            truth = [int(r) for r in parse_setup(line, ruleset, Notation.GRAVON).cells if r is not None]
+            shown = set(rng.sample(range(len(truth)), k))
+            hidden = [i for i in range(len(truth)) if i not in shown]
+            targets = counts.copy()
+            for i in shown:
+                targets[truth[i]] -= 1
+            plain = table[hidden]
+            paired = plain.copy()
+            for row, j in enumerate(hidden):
+                for i in neighbours.get(j, []):
+                    if i in shown:
+                        paired[row] *= ratios[(i, j)][truth[i]]
+            rows = np.arange(len(hidden))
+            true_ranks = np.array([truth[j] for j in hidden])
+            for m, weights in enumerate((plain, paired)):
+                sums[m] -= np.log(np.maximum(balance(weights, targets)[rows, true_ranks], _EPS)).sum()
+            pieces += len(hidden)
+        out[k] = (float(sums[0] / pieces), float(sums[1] / pieces))
+    return out
 
 
 def thesis_pool(tracker: GameTracker, owner: int, counts: FloatArray) -> FloatArray:
@@ -141,11 +194,19 @@ class PosteriorReport:
         return out
 
 
-def posterior_report(paths: Sequence[Path], likelihoods: Sequence[tuple[str, Likelihoods]],
-                     every: int = 2) -> PosteriorReport:
-    """Score the thesis pool, then each (name, tables) model, on the records; the last model's
-    reliability is binned. Add ``("hard evidence", neutral_likelihoods())`` for the baseline."""
-    names = ("thesis pool", *(name for name, _ in likelihoods))
+@dataclass(frozen=True)
+class Variant:
+    """One model to score: its tables, and whether it uses the pair statistics."""
+
+    name: str
+    tables: Likelihoods
+    pairs: bool = True
+
+
+def posterior_report(paths: Sequence[Path], likelihoods: Sequence[Variant], every: int = 2) -> PosteriorReport:
+    """Score the thesis pool, then each model, on the records; the last model's reliability is binned.
+    Add ``hard_only()`` for the baseline of hard evidence alone."""
+    names = ("thesis pool", *(v.name for v in likelihoods))
     report = PosteriorReport(names, np.zeros((len(names), len(PLY_EDGES))), np.zeros(len(PLY_EDGES)))
     for path in record_files(paths):
         try:
@@ -156,11 +217,10 @@ def posterior_report(paths: Sequence[Path], likelihoods: Sequence[tuple[str, Lik
     return report
 
 
-def _score_game(record: GameRecord, likelihoods: Sequence[tuple[str, Likelihoods]], every: int,
-                report: PosteriorReport) -> None:
+def _score_game(record: GameRecord, likelihoods: Sequence[Variant], every: int, report: PosteriorReport) -> None:
     game = start_game(record)
     truth = [int(game.position.piece(pid)[2]) for pid in range(game.position.piece_count)]
-    models = [BeliefModel(game, Side.RED, likelihoods=tables) for _, tables in likelihoods]
+    models = [BeliefModel(game, Side.RED, likelihoods=v.tables, pairs=v.pairs) for v in likelihoods]
     counts = np.zeros(N_RANKS)
     for rank, count in game.options.ruleset.pieces.items():
         counts[int(rank)] = count
@@ -205,8 +265,9 @@ def _score_game(record: GameRecord, likelihoods: Sequence[tuple[str, Likelihoods
     report.games += 1
 
 
-def hard_only() -> tuple[str, Likelihoods]:
-    return ("hard evidence", neutral_likelihoods())
+def hard_only() -> Variant:
+    """The prior (no pair statistics) and hard evidence only."""
+    return Variant("hard evidence", neutral_likelihoods(), pairs=False)
 
 
 def plot_reliability(report: PosteriorReport, path: Path) -> bool:

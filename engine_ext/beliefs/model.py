@@ -11,15 +11,18 @@ Both matrices are read-only float64 arrays of shape (MAX_PIECES, N_RANKS) = (96,
 piece id of engine_ext/rules/core.pxd and the rank code (column 12, "unknown", is always 0). Rows of
 the other side's pieces and of captured pieces are all zero; a live piece whose rank the observer has
 seen (a fight, a scout's long move) is one-hot; every other live row is a distribution summing to 1.
-Column r over the side's rows sums to the side's count of r minus the r captured. A piece that has
-moved has exactly 0 for bomb and flag.
+Column r over the side's rows sums to the side's count of r minus the r captured (in a game set up
+with the ruleset's pieces; a position from a board code with fewer pieces keeps rows of 1 and columns
+in proportion). A piece that has moved has exactly 0 for bomb and flag.
 
 How a matrix is made (issue 22; docs/engine.md "Beliefs"): each hidden piece's row is its prior from
-its starting square (engine_ext/beliefs/prior.py; against the opponent blended with its past setups)
-times the likelihoods of what it did (engine_ext/beliefs/evidence.py: moved or not by this ply, and
-each behaviour the tracker saw), and the hidden rows are then balanced by iterative proportional
-fitting (Sinkhorn) so that each rank's column holds exactly the pieces of that rank still hidden:
-probabilities of setups that exist, not independent guesses that add up to three flags.
+its starting square (engine_ext/beliefs/prior.py; against the opponent blended with its past setups),
+times the pair statistics of each revealed piece that started next to it (a revealed bomb makes its
+neighbours likelier the flag), times the likelihoods of what it did (engine_ext/beliefs/evidence.py:
+moved or not by this ply, and each behaviour the tracker saw), and the hidden rows are then balanced
+by iterative proportional fitting (Sinkhorn) so that each rank's column holds exactly the pieces of
+that rank still hidden: probabilities of setups that exist, not independent guesses that add up to
+three flags.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import numpy.typing as npt
 
 from engine_ext.beliefs.events import GameTracker
 from engine_ext.beliefs.evidence import MOVED_MASK, N_RANKS, FloatArray, Likelihoods, shipped_likelihoods
-from engine_ext.beliefs.prior import human_prior, opponent_prior
+from engine_ext.beliefs.prior import human_prior, neighbour_ratios, opponent_prior
 from engine_ext.rules.game import Game
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.rulesets import Square
@@ -109,8 +112,11 @@ class BeliefModel:
     """Beliefs about both sides' pieces in one game, from ``side``'s seat (see the module docstring)."""
 
     def __init__(self, game: Game, side: Side, opponent_setups: Sequence[Setup] = (),
-                 likelihoods: Likelihoods | None = None) -> None:
+                 likelihoods: Likelihoods | None = None, *, pairs: bool = True) -> None:
         self.side = Side(side)
+        # The pair statistics (prior.py ``neighbour_ratios``): a revealed piece reweighs the hidden
+        # pieces that started next to it. ``pairs=False`` is the measurement's baseline.
+        self.pairs = pairs
         self.ruleset = game.options.ruleset
         self.likelihoods = likelihoods or shipped_likelihoods()
         self.opponent_setups = tuple(opponent_setups)
@@ -131,14 +137,25 @@ class BeliefModel:
         tables = {self.side: human_prior(self.ruleset), self.side.other: enemy_table}
         self._prior = np.zeros((MAX_PIECES, N_RANKS))
         index_of = {s: {sq: i for i, sq in enumerate(self.ruleset.setup_squares(s))} for s in Side}
+        start_index: list[int | None] = []
         for pid in range(tracker.piece_count):
             owner = Side(tracker.owner[pid])
             square = Square(*tracker.pos.coords(tracker.start_square[pid]))
             index = index_of[owner].get(square)
+            start_index.append(index)
             if index is None:  # a position set up outside the setup rows (tests, board codes): the pool
                 self._prior[pid] = tables[owner].mean(axis=0)
             else:
                 self._prior[pid] = tables[owner][index]
+        # For each piece, the pieces of its side that started next to it, with the pair ratio table.
+        ratios = neighbour_ratios(self.ruleset) if self.pairs else {}
+        by_index = {(tracker.owner[pid], index): pid for pid, index in enumerate(start_index) if index is not None}
+        self._neighbours: list[list[tuple[int, FloatArray]]] = [[] for _ in range(tracker.piece_count)]
+        for (i, j), ratio in ratios.items():
+            for owner in Side:
+                a, b = by_index.get((owner, i)), by_index.get((owner, j))
+                if a is not None and b is not None:
+                    self._neighbours[b].append((a, ratio))
         self._log_evidence = np.zeros((MAX_PIECES, N_RANKS))
         self._seen_behaviours: set[tuple[int, str, str, int]] = set()
         self._cache: dict[Side, FloatArray] = {}
@@ -212,6 +229,10 @@ class BeliefModel:
             evidence = self._log_evidence[hidden]
             evidence = np.exp(evidence - evidence.max(axis=1, keepdims=True))
             weights = self._prior[hidden] * evidence * motion
+            for row, pid in enumerate(hidden):
+                for other, ratio in self._neighbours[pid]:
+                    if tracker.shown[other]:
+                        weights[row] *= ratio[tracker.rank(other)]
             out[hidden] = balance(weights, np.maximum(remaining, 0.0))
         out.setflags(write=False)
         self._cache[owner] = out

@@ -18,6 +18,7 @@ there is nothing to leave out and ``DEFAULT_ALPHA`` applies.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
@@ -27,7 +28,7 @@ import numpy.typing as npt
 
 from engine_ext.rules.rulesets import Ruleset
 from setups.notation import Setup
-from setups.stats import SMOOTHING, key_rank, load_stats
+from setups.stats import SMOOTHING, key_rank, load_stats, pairs_path
 
 N_RANKS = 13  # rank codes 0..12 as in engine_ext/rules/core.pxd (12 is "unknown", never a belief)
 FloatArray = npt.NDArray[np.float64]
@@ -78,6 +79,32 @@ def _human_table(ruleset: Ruleset) -> FloatArray:
 def human_prior(ruleset: Ruleset) -> FloatArray:
     """``(setup squares, N_RANKS)``: p(rank | position index, front row first) from human setups."""
     return _human_table(ruleset)
+
+
+@lru_cache(maxsize=8)
+def neighbour_ratios(ruleset: Ruleset) -> dict[tuple[int, int], FloatArray]:
+    """The pair statistics: for neighbouring setup squares (i, j), in both orders, ``ratio[a, b] =
+    p(rank b on j | rank a on i) / p(rank b on j)`` from the training setups (``setups/data/
+    <ruleset>-pairs.json``; the conditional gets one setup spread by ``p(b on j)``, so nothing is
+    impossible). Empty for a ruleset without pair statistics (Barrage, mini). When the piece that
+    started on i is revealed as a, the hidden piece that started on j is weighed by ``ratio[a]``."""
+    path = pairs_path(ruleset.name)
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    codes = [int(key_rank(k)) for k in data["ranks"]]  # type: ignore[arg-type]
+    out: dict[tuple[int, int], FloatArray] = {}
+    for key, table in data["pairs"].items():
+        i, j = (int(x) for x in key.split("-"))
+        counts = np.zeros((N_RANKS, N_RANKS))
+        counts[np.ix_(codes, codes)] = np.asarray(table, dtype=np.float64)
+        for a, b, c in ((i, j, counts), (j, i, counts.T)):
+            on_b = c.sum(axis=0) / c.sum()  # p(rank on the second square)
+            conditional = (c + on_b) / (c.sum(axis=1, keepdims=True) + 1.0)
+            ratio = np.divide(conditional, on_b, out=np.ones_like(conditional), where=on_b > 0)
+            ratio.setflags(write=False)
+            out[(a, b)] = ratio
+    return out
 
 
 def _setup_counts(setups: Sequence[Setup], size: int) -> FloatArray:
