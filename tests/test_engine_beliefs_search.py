@@ -17,12 +17,14 @@ import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine_ext.beliefs import BeliefModel
 from engine_ext.engine import facade
 from engine_ext.engine.facade import Engine, EngineMove, initial_counts, search_beliefs
 from engine_ext.engine.knowledge import KnowledgeView
 from engine_ext.engine.reference_search import Reference, best_index
 from engine_ext.engine.search import SearchRunner
 from engine_ext.engine.settings import SearchParams, builtin_settings, search_params
+from engine_ext.engine.strategic import strategic_scores_py
 from engine_ext.lab.signature import bench_positions
 from engine_ext.research.selfplay import semi_random_game
 from engine_ext.rules.core import Position
@@ -331,3 +333,34 @@ def test_the_opponents_past_setups_reach_the_model(monkeypatch: pytest.MonkeyPat
     view = bench_view(20)
     engine.engine.start_game(view, view.side_to_move)
     assert seen == [()]
+
+
+def test_the_strategic_targets_come_from_the_beliefs() -> None:
+    # The strategic search (9.2) scores the root moves from the runner's P(flag), P(bomb) and flag
+    # suspicions: with beliefs on these are the rows' flag and bomb columns.
+    view = bench_view(60)
+    me = int(view.side_to_move)
+    model = BeliefModel(view, view.side_to_move)
+    rows = search_beliefs(view.position, me, model.enemy_matrix(), model.own_matrix())
+    legal = view.legal_codes()
+    runner = SearchRunner(view.position, me, initial_counts(view), params_for(), beliefs=rows)
+    knowledge = KnowledgeView(view.position, me, initial_counts(view), beliefs=True, belief_matrix=rows)
+    pool = KnowledgeView(view.position, me, initial_counts(view))
+    enemy = [pid for pid in range(view.position.piece_count)
+             if view.position.piece(pid)[1] != me and view.position.piece(pid)[0] >= 0]
+    for pid in (pid for pid in enemy if view.position.piece(pid)[2] == Rank.UNKNOWN):
+        assert knowledge.p_flag()[pid] == pytest.approx(knowledge.belief(pid)[int(Rank.FLAG)])
+        assert knowledge.p_bomb()[pid] == pytest.approx(knowledge.belief(pid)[int(Rank.BOMB)])
+    ours = [pid for pid in range(view.position.piece_count) if view.position.piece(pid)[1] == me]
+
+    def targets(k: KnowledgeView, which: str) -> list[float]:
+        values = getattr(k, which)()
+        return [float(view.position.piece(pid)[2] == (Rank.FLAG if which == "p_flag" else Rank.BOMB))
+                if pid in ours else values[pid] for pid in range(view.position.piece_count)]
+
+    expected = strategic_scores_py(view.position, me, targets(knowledge, "p_flag"), targets(knowledge, "p_bomb"),
+                                   legal, [0.0 if pid in ours else s for pid, s in enumerate(knowledge.suspicion())])
+    thesis = strategic_scores_py(view.position, me, targets(pool, "p_flag"), targets(pool, "p_bomb"), legal,
+                                 [0.0 if pid in ours else s for pid, s in enumerate(pool.suspicion())])
+    assert runner.strategic(legal) == pytest.approx(expected)
+    assert expected != pytest.approx(thesis)
