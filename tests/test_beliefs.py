@@ -29,7 +29,7 @@ from engine_ext.research.selfplay import RefereedGame
 from engine_ext.rules.game import Game, Move, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
-from engine_ext.rules.rulesets import BARRAGE, CLASSIC, Ruleset, Square
+from engine_ext.rules.rulesets import BARRAGE, CLASSIC, MINI, Ruleset, Square
 from setups import generate_setup
 from setups.notation import Setup
 
@@ -144,8 +144,10 @@ def test_an_incremental_update_equals_a_rebuild() -> None:
     assert model.ply_seen == 0 and np.array_equal(model.enemy_matrix(), BeliefModel(other, Side.BLUE).enemy_matrix())
 
 
-def test_barrage_works_with_its_empty_squares() -> None:
-    game = _refereed(3, BARRAGE)
+@pytest.mark.parametrize("ruleset", [BARRAGE, MINI], ids=["barrage", "mini"])
+def test_barrage_and_mini_work_too(ruleset: Ruleset) -> None:
+    # Barrage: empty setup squares and no pair statistics; mini: no human statistics at all (the pool).
+    game = _refereed(3, ruleset)
     rng = random.Random(3)
     for _ in range(40):
         _random_move(game, rng)
