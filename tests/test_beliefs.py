@@ -212,10 +212,24 @@ def test_balance_meets_row_and_column_sums_and_keeps_zeros() -> None:
     weights = rng.random((8, 4))
     weights[0, 1] = weights[3, 2] = 0.0
     targets = np.array([3.0, 1.0, 2.0, 2.0])
-    out = balance(weights, targets)
+    iterations: list[int] = []
+    out = balance(weights, targets, iterations)
+    assert len(iterations) == 1 and 1 <= iterations[0] < 100
     assert np.allclose(out.sum(axis=1), 1.0, atol=1e-9)
     assert np.allclose(out.sum(axis=0), targets, atol=1e-7)
     assert out[0, 1] == 0.0 and out[3, 2] == 0.0
+
+
+def test_pinned_sets_converge_quickly_once_impossible_pairs_are_cut() -> None:
+    # Three pieces, two ranks of one piece each left among the first two: piece 2 must be the third rank,
+    # so (2, rank 0) and (2, rank 1) are impossible though their weights are large. Without the cut the
+    # fitting only creeps towards those zeros.
+    weights = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [5.0, 5.0, 1.0]])
+    targets = np.array([1.0, 1.0, 1.0])
+    iterations: list[int] = []
+    out = balance(weights, targets, iterations)
+    assert out[2, 0] == 0.0 and out[2, 1] == 0.0 and out[2, 2] == pytest.approx(1.0)
+    assert np.allclose(out.sum(axis=0), targets, atol=1e-9) and iterations[0] < 10
 
 
 # --- soft evidence --------------------------------------------------------------------------------------

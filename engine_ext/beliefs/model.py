@@ -91,20 +91,25 @@ def feasible_support(allowed: npt.NDArray[np.bool_], targets: npt.NDArray[np.int
     return allowed & reach[:, home].T
 
 
-def balance(weights: FloatArray, targets: FloatArray) -> FloatArray:
+def balance(weights: FloatArray, targets: FloatArray, iterations: list[int] | None = None) -> FloatArray:
     """Iterative proportional fitting of a non-negative (pieces, ranks) matrix to row sums 1 and column
     sums ``targets`` (whole counts; their total is the number of rows). Entries that are 0 stay 0, and
-    so do entries no assignment meeting the counts can use (``feasible_support``)."""
+    so do entries no assignment meeting the counts can use (``feasible_support``). ``iterations``, if
+    given, gets the number of iterations this fitting took appended (bench/beliefs)."""
     a = weights * feasible_support(weights > 0, np.rint(targets).astype(np.int64))
     rows = a.sum(axis=1, keepdims=True)
     a /= np.where(rows > 0, rows, 1.0)
-    for _ in range(SINKHORN_MAX_ITER):
+    done = SINKHORN_MAX_ITER
+    for step in range(SINKHORN_MAX_ITER):
         cols = a.sum(axis=0)
         a *= np.divide(targets, cols, out=np.zeros_like(cols), where=cols > 0)
         rows = a.sum(axis=1, keepdims=True)
         a /= np.where(rows > 0, rows, 1.0)
         if np.abs(rows - 1.0).max() < SINKHORN_TOL:
+            done = step + 1
             break
+    if iterations is not None:
+        iterations.append(done)
     return a
 
 
