@@ -451,3 +451,20 @@ def test_the_reliability_plot_is_a_png(tmp_path: Path) -> None:
     out = tmp_path / "img" / "rel.png"
     assert plot_reliability(report, out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_show_command_prints_each_hidden_piece_with_its_likeliest_ranks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "g.json"
+    record = _played_record(34, plies=80)
+    record.save(path)
+    assert main(["beliefs", "show", str(path), "--ply", "40", "--side", "blue", "--top", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "g.json after 40 plies: red's pieces as blue sees them"
+    hidden = [line for line in lines[1:] if "really" in line]
+    assert hidden and all(line.count(" 0.") + line.count(" 1.") == 2 for line in hidden)
+    assert main(["beliefs", "show", str(path), "--own"]) == 0
+    assert "red's own pieces as blue is modelled to see them" in capsys.readouterr().out  # red by default
+    assert main(["beliefs", "show", str(path), "--ply", "9999"]) == 2
+    assert main(["beliefs", "show", str(tmp_path / "missing.json")]) == 1

@@ -4,7 +4,10 @@
   game records and write the likelihood tables the model loads (default: the shipped
   engine_ext/beliefs/data/likelihoods.json);
 - ``perspecto beliefs calibrate [--records DIR...] [--data DIR] [--plot PNG]``: the prior's log-loss on
-  the held-out human setups, and with records the posterior's log-loss by ply and its reliability.
+  the held-out human setups, and with records the posterior's log-loss by ply and its reliability;
+- ``perspecto beliefs show RECORD [--ply N] [--side red|blue] [--own]``: what one side believes about
+  the other's hidden pieces at a ply of a saved game (``--own``: what it models the other side to
+  believe about its own), each piece with its likeliest ranks and, from the record, what it really was.
 """
 
 from __future__ import annotations
@@ -58,6 +61,59 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     cal.add_argument("--every", type=int, default=2, help="score every N plies (default 2)")
     cal.add_argument("--plot", type=Path, default=None, help="write a reliability plot (needs matplotlib)")
     cal.set_defaults(func=run_calibrate)
+
+
+    show = sub.add_parser("show", help="the beliefs at one ply of a saved game")
+    show.add_argument("record", type=Path, metavar="RECORD", help="a game record (perspecto-record/1)")
+    show.add_argument("--ply", type=int, default=None, help="after this many plies (default: the end)")
+    show.add_argument("--side", default="red", help="whose beliefs: red or blue (default red)")
+    show.add_argument("--own", action="store_true", help="the side's own pieces as it models the other seeing them")
+    show.add_argument("--top", type=int, default=3, help="ranks shown a piece (default 3)")
+    show.set_defaults(func=run_show)
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from engine_ext.beliefs import BeliefModel
+    from engine_ext.beliefs.fit import replay, start_game
+    from engine_ext.rules.pieces import Rank, Side
+    from engine_ext.rules.record import GameRecord
+    from engine_ext.rules.rulesets import Square
+
+    try:
+        side = Side.parse(args.side)
+        record = GameRecord.load(args.record)
+        game = start_game(record)
+        truth = [Rank(game.position.piece(pid)[2]) for pid in range(game.position.piece_count)]
+        plies = len(record.moves) if args.ply is None else args.ply
+        if not 0 <= plies <= len(record.moves):
+            return _error(f"--ply must be 0..{len(record.moves)}", 2)
+        for _, _entry in zip(range(plies), replay(record, game), strict=False):  # range first: no extra move
+            pass
+        model = BeliefModel(game, side)
+    except (OSError, ValueError, KeyError) as exc:
+        return _error(str(exc), 1)
+    owner = side if args.own else side.other
+    matrix = model.matrix(owner)
+    pos = game.position
+    whose = f"{side}'s own pieces as {side.other} is modelled to see them" if args.own else \
+        f"{owner}'s pieces as {side} sees them"
+    print(f"{args.record.name} after {game.ply} plies: {whose}")
+    rows = []
+    for pid in range(pos.piece_count):
+        sq, piece_owner, _rank, moves = pos.piece(pid)
+        if piece_owner != owner or sq < 0:
+            continue
+        square = Square(*pos.coords(sq))
+        if model.tracker.shown[pid]:
+            rows.append((square.row, square.col, f"{square}  {truth[pid].label} (revealed)"))
+            continue
+        order = sorted(range(12), key=lambda r: -matrix[pid, r])[: max(1, args.top)]
+        guess = ", ".join(f"{Rank(r).label} {matrix[pid, r]:.2f}" for r in order)
+        state = "moved" if moves > 0 else "unmoved"
+        rows.append((square.row, square.col, f"{square}  {guess}  ({state}; really {truth[pid].label})"))
+    for _row, _col, text in sorted(rows, key=lambda item: (-item[0], item[1])):
+        print(f"  {text}")
+    return 0
 
 
 def run_fit(args: argparse.Namespace) -> int:
