@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scipy.optimize import brentq
 
 from engine_ext.lab.sprt import (
+    MIN_SAMPLES_FOR_VERDICT,
     SprtSpec,
     acceptance_probability,
     expected_games,
@@ -117,7 +118,7 @@ def test_first_games_won_do_not_end_the_test() -> None:
     for wins in (1, 2, 5):
         llr = llr_trinomial(Trinomial(wins, 0, 0), spec)
         assert 0 < llr < 0.2 * wins
-        assert sprt_verdict(llr, spec) is None
+        assert sprt_verdict(llr, spec, samples=MIN_SAMPLES_FOR_VERDICT) is None  # on the bound's side, not past it
     assert math.isfinite(llr_trinomial(Trinomial(0, 7, 0), SprtSpec(-10, 0)))  # m = s1 with v = 0
 
 
@@ -186,12 +187,24 @@ def test_llr_counts_must_match_the_values() -> None:
 
 def test_verdict_at_the_bounds() -> None:
     spec = SprtSpec(0, 10)
-    assert sprt_verdict(spec.upper, spec) == "H1"
-    assert sprt_verdict(spec.upper - 1e-9, spec) is None
-    assert sprt_verdict(0.0, spec) is None
-    assert sprt_verdict(spec.lower + 1e-9, spec) is None
-    assert sprt_verdict(spec.lower, spec) == "H0"
-    assert sprt_verdict(-100.0, spec) == "H0"
+    n = MIN_SAMPLES_FOR_VERDICT
+    assert sprt_verdict(spec.upper, spec, samples=n) == "H1"
+    assert sprt_verdict(spec.upper - 1e-9, spec, samples=n) is None
+    assert sprt_verdict(0.0, spec, samples=n) is None
+    assert sprt_verdict(spec.lower + 1e-9, spec, samples=n) is None
+    assert sprt_verdict(spec.lower, spec, samples=n) == "H0"
+    assert sprt_verdict(-100.0, spec, samples=n) == "H0"
+
+
+def test_a_handful_of_pairs_without_spread_decides_nothing() -> None:
+    """Three colour-swapped pairs that each split 1-1 have (almost) no spread, and the ratio alone would
+    accept H0 after six games (seen in a real test of the chase model, which then won by +78 Elo)."""
+    spec = SprtSpec(0, 25)
+    split = Pentanomial((0, 0, 3, 0, 0))
+    assert llr_pentanomial(split, spec) <= spec.lower  # what the ratio says ...
+    assert sprt_verdict(llr_pentanomial(split, spec), spec, samples=split.pairs) is None  # ... is not a verdict
+    ten = Pentanomial((0, 0, 10, 0, 0))
+    assert sprt_verdict(llr_pentanomial(ten, spec), spec, samples=ten.pairs) == "H0"
 
 
 # ---------------------------------------------------------------- simulated tests
@@ -215,10 +228,11 @@ def _run_sprt(
         outcomes = rng.choice(len(values), size=size, p=probabilities)
         running = totals + np.cumsum(np.eye(len(values))[outcomes], axis=0)
         llr = llr_from_counts(running, values, spec)
-        crossed = np.flatnonzero((llr >= spec.upper) | (llr <= spec.lower))
+        counted = done + 1 + np.arange(size)  # samples behind each LLR
+        crossed = np.flatnonzero(((llr >= spec.upper) | (llr <= spec.lower)) & (counted >= MIN_SAMPLES_FOR_VERDICT))
         if crossed.size:
             first = int(crossed[0])
-            return sprt_verdict(float(llr[first]), spec), done + first + 1
+            return sprt_verdict(float(llr[first]), spec, samples=done + first + 1), done + first + 1
         totals, done = running[-1], done + size
     return None, done
 
@@ -270,10 +284,11 @@ def test_sprt_error_rate_at_elo1_is_beta() -> None:
 def _first_crossing(classes: npt.NDArray[np.int_], values: tuple[float, ...], spec: SprtSpec) -> tuple[str | None, int]:
     """The verdict and length of an SPRT over this whole stream of result classes (None: no verdict in it)."""
     llr = llr_from_counts(np.cumsum(np.eye(len(values))[classes], axis=0), values, spec)
-    crossed = np.flatnonzero((llr >= spec.upper) | (llr <= spec.lower))
+    counted = 1 + np.arange(len(classes))  # samples behind each LLR
+    crossed = np.flatnonzero(((llr >= spec.upper) | (llr <= spec.lower)) & (counted >= MIN_SAMPLES_FOR_VERDICT))
     if not crossed.size:
         return None, len(classes)
-    return sprt_verdict(float(llr[crossed[0]]), spec), int(crossed[0]) + 1
+    return sprt_verdict(float(llr[crossed[0]]), spec, samples=int(crossed[0]) + 1), int(crossed[0]) + 1
 
 
 def _lucky_pairs(

@@ -43,6 +43,12 @@ from engine_ext.lab.stats import GAME_SCORES, PAIR_SCORES, Pentanomial, Trinomia
 
 # The weight an empty result class gets in the ratio (fishtest's regularisation).
 EMPTY_CLASS_WEIGHT = 1e-3
+# No verdict on fewer samples (pairs, or games for single-game counts). The GSPRT estimates the results'
+# spread from the sample itself, and a handful of samples may have almost none: three colour-swapped pairs
+# that each split 1-1 have variance ~2e-4 (the empty classes' weight alone), and the ratio says H0 at
+# LLR -2.97 against elo1 = 25 after six games, which no one should believe. Ten samples bound that
+# (a sample of ten alike is itself evidence) at a cost of at most twenty games of a test's length.
+MIN_SAMPLES_FOR_VERDICT = 10
 
 _SPEC_KEYS = ("elo0", "elo1", "alpha", "beta")
 
@@ -143,8 +149,11 @@ def llr_pentanomial(p: Pentanomial, spec: SprtSpec) -> float:
     return float(llr_from_counts(p.counts, PAIR_SCORES, spec))
 
 
-def sprt_verdict(llr: float, spec: SprtSpec) -> Literal["H0", "H1"] | None:
-    """"H1" at or above the upper bound, "H0" at or below the lower one, else None (play on)."""
+def sprt_verdict(llr: float, spec: SprtSpec, *, samples: int) -> Literal["H0", "H1"] | None:
+    """"H1" at or above the upper bound, "H0" at or below the lower one, else None (play on); None too
+    while the LLR rests on fewer than ``MIN_SAMPLES_FOR_VERDICT`` samples (pairs or games)."""
+    if samples < MIN_SAMPLES_FOR_VERDICT:
+        return None
     if llr >= spec.upper:
         return "H1"
     if llr <= spec.lower:
