@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "bot.commands.bench",
     "bot.commands.config",
     "bot.commands.rank_values",
+    "bot.commands.beliefs",
     "bot.commands.play",
     "bot.commands.match",
     "bot.commands.host",

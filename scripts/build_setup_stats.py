@@ -17,7 +17,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from engine_ext.rules.rulesets import BARRAGE, CLASSIC  # noqa: E402
-from setups.stats import compute_stats, read_gravon_lines  # noqa: E402
+from setups.stats import (  # noqa: E402
+    compute_neighbour_pairs,
+    compute_stats,
+    compute_training_counts,
+    read_gravon_lines,
+)
 
 SOURCES = {CLASSIC: "gravon-setups-classic.txt", BARRAGE: "gravon-setups-barrage.txt"}
 
@@ -40,10 +45,18 @@ def build(data_dir: Path, out_dir: Path) -> list[Path]:
     for ruleset, file_name in SOURCES.items():
         lines, skipped = read_gravon_lines(data_dir / file_name, ruleset)
         stats = compute_stats(lines, ruleset, source=file_name, skipped=skipped)
+        # The belief model's prior (engine_ext/beliefs/prior.py) counts only the training part.
+        stats["training"] = compute_training_counts(lines, ruleset)
         target = out_dir / f"{ruleset.name}-stats.json"
         target.write_text(to_json(stats) + "\n", encoding="utf-8")
         written.append(target)
         print(f"{target}: {stats['setups']} setups, {skipped} malformed line(s) skipped")
+        pairs = compute_neighbour_pairs(lines, ruleset)
+        if pairs is not None:  # the belief model's pair statistics (engine_ext/beliefs/prior.py)
+            target = out_dir / f"{ruleset.name}-pairs.json"
+            target.write_text(to_json(pairs) + "\n", encoding="utf-8")
+            written.append(target)
+            print(f"{target}: neighbour pairs of {pairs['setups']} training setups")
     return written
 
 

@@ -14,6 +14,7 @@ typical human setup, and ``human_percentile`` says how many human setups score l
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from bisect import bisect_right
@@ -37,6 +38,17 @@ MIN_FLAG_SAMPLES = 50
 QUANTILES = 20
 
 EMPTY_LABEL = "empty"
+
+# The fixed split of the human setups for the belief model (engine_ext/beliefs): a setup is held out
+# when the first byte of the SHA-256 of its Gravon line is a multiple of HELDOUT_MODULUS (about 10 %).
+# Equal setups fall on the same side, so no held-out setup is ever counted in the training statistics.
+HELDOUT_MODULUS = 10
+SPLIT_RULE = "held out when sha256(gravon line)[0] % 10 == 0"
+
+
+def is_heldout(line: str) -> bool:
+    """Whether a Gravon setup line belongs to the held-out part of the fixed split."""
+    return hashlib.sha256(line.encode("ascii")).digest()[0] % HELDOUT_MODULUS == 0
 
 
 def rank_key(rank: Rank | None) -> str:
@@ -160,6 +172,71 @@ def compute_stats(lines: Iterable[str], ruleset: Ruleset, *, source: str = "", s
         ],
     }
     return stats
+
+
+def compute_training_counts(lines: Iterable[str], ruleset: Ruleset) -> dict[str, Any]:
+    """Per-square rank counts of the training part of the split (``is_heldout`` false), for the belief
+    model's prior; lines that are not legal setups are left out as in ``compute_stats``."""
+    width, rows = ruleset.width, ruleset.setup_rows
+    size = width * rows
+    ranks: list[Rank | None] = [r for r in Rank if ruleset.pieces.get(r, 0) > 0]
+    if not ruleset.fills_setup_area:
+        ranks.append(None)
+    wanted = Counter({rank_letter(r, Notation.GRAVON): ruleset.pieces.get(r, 0) for r in ranks if r is not None})
+    if None in ranks:
+        wanted[rank_letter(None, Notation.GRAVON)] = size - ruleset.piece_total
+    counts: dict[str, list[int]] = {rank_letter(r, Notation.GRAVON): [0] * size for r in ranks}
+    training = heldout = 0
+    for line in lines:
+        if len(line) != size or Counter(line) != wanted:
+            continue
+        if is_heldout(line):
+            heldout += 1
+            continue
+        training += 1
+        for index, letter in enumerate(line):
+            counts[letter][index] += 1
+    return {
+        "split": SPLIT_RULE,
+        "setups": training,
+        "heldout_setups": heldout,
+        "rank_counts": {rank_key(r): counts[rank_letter(r, Notation.GRAVON)] for r in ranks},
+    }
+
+
+def compute_neighbour_pairs(lines: Iterable[str], ruleset: Ruleset) -> dict[str, Any] | None:
+    """For every two neighbouring setup squares i < j, how often rank a stood on i with rank b on j,
+    over the training part of the split (the belief model's pair statistics: a revealed bomb makes its
+    neighbours likelier to be the flag or bombs). Only for rulesets whose pieces fill the setup area
+    (classic); ``None`` otherwise."""
+    if not ruleset.fills_setup_area:
+        return None
+    width, rows = ruleset.width, ruleset.setup_rows
+    size = width * rows
+    ranks = [r for r in Rank if ruleset.pieces.get(r, 0) > 0]
+    index = {rank_letter(r, Notation.GRAVON): k for k, r in enumerate(ranks)}
+    wanted = Counter({rank_letter(r, Notation.GRAVON): ruleset.pieces[r] for r in ranks})
+    pairs = {(i, j): [[0] * len(ranks) for _ in ranks] for i in range(size) for j in _neighbours(i, width, rows)
+             if i < j}
+    training = 0
+    for line in lines:
+        if len(line) != size or Counter(line) != wanted or is_heldout(line):
+            continue
+        training += 1
+        for (i, j), table in pairs.items():
+            table[index[line[i]]][index[line[j]]] += 1
+    return {
+        "split": SPLIT_RULE,
+        "ruleset": ruleset.name,
+        "setups": training,
+        "ranks": [rank_key(r) for r in ranks],
+        "pairs": {f"{i}-{j}": table for (i, j), table in pairs.items()},
+    }
+
+
+def pairs_path(ruleset_name: str) -> Path:
+    """Where the shipped neighbour-pair statistics of a ruleset live (classic only)."""
+    return Path(str(resources.files("setups") / "data" / f"{ruleset_name}-pairs.json"))
 
 
 @dataclass(frozen=True)

@@ -141,3 +141,100 @@ def test_only_engines_with_a_psychological_model_learn_fears(tmp_path: Path) -> 
         memory.record("probe", won=False, reason="flag", setup=None, plies=10, engine=mover, game_id="g")
         hist = store.history("probe")
         assert (hist.games, hist.est_opp_fear, hist.own_fear_scale) == (1, None, None)
+
+
+def test_a_store_from_before_the_opponent_setups_gains_their_columns(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(str(path))
+    db.executescript(
+        "CREATE TABLE game (id INTEGER PRIMARY KEY AUTOINCREMENT, opponent TEXT NOT NULL, finished REAL NOT NULL,"
+        " result TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', setup TEXT, plies INTEGER NOT NULL DEFAULT 0,"
+        " game_id TEXT NOT NULL DEFAULT '');"
+        "INSERT INTO game (opponent, finished, result, setup) VALUES ('probe', 0, 'win', 'turtle');"
+    )
+    db.close()
+    with OpponentStore(path) as store:
+        assert store.history("probe").results == {"win": 1} and store.history("probe").last_setup == "turtle"
+        assert store.opponent_setups("probe", "classic") == []  # old games knew no opponent setup
+        store.record_game("probe", "loss", ruleset="classic", opponent_setup="A" * 40)
+        store.record_game("probe", "loss", ruleset="barrage", opponent_setup="B" * 40)
+        assert store.opponent_setups("probe", "classic") == ["A" * 40]
+        assert store.integrity_ok()
+
+
+def test_opponent_setups_come_back_oldest_first_and_only_the_last_ones(tmp_path: Path) -> None:
+    with OpponentStore(tmp_path / "o.sqlite") as store:
+        for i in range(5):
+            store.record_game("probe", "win", ruleset="classic", opponent_setup=f"s{i}")
+        store.record_game("probe", "win", ruleset="classic")  # a forfeit before any setup: none kept
+        store.record_game("other", "win", ruleset="classic", opponent_setup="x")
+        assert store.opponent_setups("probe", "classic") == [f"s{i}" for i in range(5)]
+        assert store.opponent_setups("probe", "classic", limit=2) == ["s3", "s4"]
+
+
+class _SetupLearningMover:
+    """A random mover with a belief model's interface (engine_ext.beliefs.SetupLearner)."""
+
+    name = "setup-learner"
+
+    def __init__(self) -> None:
+        import random
+
+        self.rng = random.Random(5)
+        self.opponent_setups: list[object] = []
+
+    def choose_move(self, game: object, budget: object) -> object:
+        return self.rng.choice(game.sendable_moves())  # type: ignore[attr-defined]
+
+
+async def test_the_bot_keeps_each_revealed_opponent_setup_and_primes_the_next_game(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.daemon.client import BotClient
+    from bot.daemon.learning import OpponentMemory
+    from engine_ext.beliefs import SetupLearner
+    from engine_ext.rules.pieces import Side
+    from engine_ext.rules.rulesets import CLASSIC
+    from protocol.messages import GameOverParams
+    from setups.notation import Setup
+    from tests.helpers import FakeHost, register
+
+    engine = _SetupLearningMover()
+    assert isinstance(engine, SetupLearner)
+    with OpponentStore(tmp_path / "o.sqlite") as store:
+        client = BotClient(register(monkeypatch, engine), seed=3, memory=OpponentMemory(store=store))
+        revealed: list[Setup] = []
+        for game in range(3):
+            host = FakeHost(client, Side.RED, seed=game, game_id=f"g-{game}")
+            referee = await host.start()
+            assert engine.opponent_setups == revealed  # what the earlier games showed, oldest first
+            blue = {sq: rank for sq, (_side, rank) in referee.pieces(Side.BLUE).items()}
+            for _ in range(4):
+                await host.ply()
+            over = GameOverParams(game_id=f"g-{game}", winner=None, reason="move_limit", plies=referee.ply,
+                                  red_score=3, blue_score=3, red_setup={}, blue_setup=blue)
+            await client.handle_notification("gameOver", over)
+            revealed.append(Setup.from_placement(CLASSIC, Side.BLUE, blue))
+        assert len(store.opponent_setups("tester", "classic")) == 3
+
+
+def test_the_search_engines_take_the_opponents_past_setups(tmp_path: Path) -> None:
+    from bot.daemon.engine_interface import create_engine
+    from bot.daemon.learning import OpponentMemory
+    from engine_ext.beliefs import SetupLearner
+    from engine_ext.rules.rulesets import CLASSIC
+    from setups import generate_setup
+
+    past = [generate_setup(CLASSIC, seed) for seed in (1, 2)]
+    with OpponentStore(tmp_path / "o.sqlite") as store:
+        for setup in past:
+            store.record_game("probe", "win", ruleset="classic", opponent_setup=setup.key)
+        store.record_game("probe", "win", ruleset="classic", opponent_setup="not a setup")  # damaged: skipped
+        wrapper, mover = create_engine("perspecto", {}, seed=1), create_engine("random", {}, seed=1)
+        assert isinstance(wrapper, SetupLearner) and not isinstance(mover, SetupLearner)
+        memory = OpponentMemory(store)
+        memory.prime_engine(wrapper, "probe", CLASSIC)
+        assert wrapper.engine.opponent_setups == past  # type: ignore[attr-defined]
+        memory.prime_engine(mover, "probe", CLASSIC)  # nothing to prime, no error

@@ -13,9 +13,18 @@ import pytest
 from engine_ext.rules.pieces import Rank
 from engine_ext.rules.rulesets import BARRAGE, CLASSIC, MINI, Ruleset
 from setups import Notation, SetupStats, compute_stats, generate_setup, load_stats, parse_setup, random_setup
-from setups.stats import read_gravon_lines, stats_path
+from setups.stats import (
+    compute_neighbour_pairs,
+    compute_training_counts,
+    is_heldout,
+    pairs_path,
+    read_gravon_lines,
+    stats_path,
+)
 
-DATA = Path(__file__).parents[2] / "shared" / "data"
+# The shared data lies beside the clone (CI: <dir>/shared + <dir>/main); a worktree finds it at /work/shared.
+DATA = next((d for d in (Path(__file__).resolve().parents[2] / "shared" / "data", Path("/work/shared/data"))
+             if d.is_dir()), Path(__file__).resolve().parents[2] / "shared" / "data")
 SOURCES = {CLASSIC: "gravon-setups-classic.txt", BARRAGE: "gravon-setups-barrage.txt"}
 
 needs_data = pytest.mark.skipif(not (DATA / SOURCES[CLASSIC]).is_file(), reason="shared Gravon data not present")
@@ -58,7 +67,39 @@ def test_counts_add_up(ruleset: Ruleset) -> None:
 @pytest.mark.parametrize("ruleset", [CLASSIC, BARRAGE])
 def test_statistics_are_computed_from_the_data_file(ruleset: Ruleset) -> None:
     lines, skipped = read_gravon_lines(DATA / SOURCES[ruleset], ruleset)
-    assert compute_stats(lines, ruleset, source=SOURCES[ruleset], skipped=skipped) == _shipped(ruleset.name)
+    shipped = _shipped(ruleset.name)
+    training = shipped.pop("training")
+    assert compute_stats(lines, ruleset, source=SOURCES[ruleset], skipped=skipped) == shipped
+    # The belief model's prior: the training part of the fixed split only.
+    assert training == compute_training_counts(lines, ruleset)
+    assert training["setups"] + training["heldout_setups"] == shipped["setups"]
+    assert training["heldout_setups"] == sum(1 for line in lines if is_heldout(line))
+    assert training["heldout_setups"] == {CLASSIC: 6759, BARRAGE: 466}[ruleset]
+
+
+@needs_data
+def test_the_pair_statistics_are_computed_from_the_training_part() -> None:
+    lines, _skipped = read_gravon_lines(DATA / SOURCES[CLASSIC], CLASSIC)
+    shipped = json.loads(pairs_path("classic").read_text(encoding="utf-8"))
+    assert shipped == compute_neighbour_pairs(lines, CLASSIC)
+    assert shipped["setups"] == 58_161
+    # Every neighbouring pair of the 4 x 10 area once (i < j), each table counting every training setup.
+    assert len(shipped["pairs"]) == 4 * 9 + 3 * 10
+    assert all(sum(map(sum, table)) == shipped["setups"] for table in shipped["pairs"].values())
+
+
+def test_pair_statistics_ship_for_classic_only() -> None:
+    assert pairs_path("classic").is_file() and pairs_path("classic").parent == stats_path("classic").parent
+    assert not pairs_path("barrage").exists()
+    assert compute_neighbour_pairs(["DDDD"], BARRAGE) is None
+
+
+def test_the_split_is_fixed_and_holds_out_about_a_tenth() -> None:
+    # A fixed rule (the SHA-256 of the line), not a random draw: the same on every machine and run.
+    assert [i for i in range(10) if is_heldout(f"{i:040d}")] == [0, 2, 5, 9]
+    lines = [f"{i:040d}" for i in range(20_000)]
+    share = sum(map(is_heldout, lines)) / len(lines)
+    assert 0.08 < share < 0.12
 
 
 @needs_data

@@ -60,6 +60,7 @@ from protocol.messages import (
     SetOpponentSetupPieceParams,
     TwoSquaresOption,
 )
+from setups.notation import Setup
 
 log = structlog.get_logger()
 
@@ -235,7 +236,7 @@ class BotClient:
         previous = self.engine
         self.own_setup, self.setup_name = self._choose_setup(self.colour)
         self.engine = self.game_profile.create_engine(self._rng.randrange(2**32))
-        self.memory.prime_engine(self.engine, self.options.opponent)
+        self.memory.prime_engine(self.engine, self.options.opponent, get_ruleset(self.options.ruleset))
         if isinstance(previous, ProgramEngine):  # its setup was refused: a fresh program sets up again
             await self._in_worker(previous.finish, None, None)
         if isinstance(self.engine, ProgramEngine) and not self.replaying:
@@ -420,10 +421,25 @@ class BotClient:
                 log.warning("bot.program_finish_failed", error=repr(exc))
         score = None if self.colour is None else params.red_score if self.colour == Side.RED else params.blue_score
         self.memory.record(self.options.opponent, won=won, reason=params.reason, setup=self.setup_name,
-                           plies=params.plies, engine=self.engine, game_id=params.game_id, score=score)
+                           plies=params.plies, engine=self.engine, game_id=params.game_id, score=score,
+                           opponent_setup=self._revealed_opponent_setup(params))
         log.info("bot.game_over", game=params.game_id, winner=None if params.winner is None else str(params.winner),
                  reason=params.reason, plies=params.plies, won=won, fallback_moves=self.fallback_moves)
         self._reset_game()
+
+    def _revealed_opponent_setup(self, params: GameOverParams) -> Setup | None:
+        """The opponent's whole setup from the game's end (the belief model learns its habits), or None
+        when it gave none or it is not a legal setup of the game's ruleset."""
+        if self.colour is None:
+            return None
+        placement = params.blue_setup if self.colour == Side.RED else params.red_setup
+        if not placement:
+            return None
+        try:
+            return Setup.from_placement(get_ruleset(self.options.ruleset), self.colour.other, placement)
+        except ValueError as exc:  # SetupError is a ValueError
+            log.warning("bot.opponent_setup_unusable", game=params.game_id, error=str(exc))
+            return None
 
     # --- resume: bot/daemon/journal.py replays a game's calls after a restart -----------------------------------
 

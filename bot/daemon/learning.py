@@ -17,9 +17,11 @@ import structlog
 
 from bot.config import BotProfile
 from bot.daemon.opponent_store import OpponentStore
+from engine_ext.beliefs.prior import SetupLearner
 from engine_ext.engine.facade import FearLearner
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.rulesets import Ruleset, Square
+from setups.notation import Notation, Setup, parse_setup
 
 log = structlog.get_logger()
 
@@ -64,10 +66,13 @@ class OpponentMemory:
         self._last_setup[key] = named.name
         return ChosenSetup(named.name, named.setup.placement(side))
 
-    def prime_engine(self, engine: Any, opponent: str | None) -> None:
-        """Start the engine from the fear estimate of earlier games against this opponent."""
+    def prime_engine(self, engine: Any, opponent: str | None, ruleset: Ruleset | None = None) -> None:
+        """Start the engine from the fear estimate of earlier games against this opponent and, given the
+        game's ruleset, from the opponent's setups in those games (the belief model's prior)."""
         if self.store is None or not opponent:
             return
+        if ruleset is not None and isinstance(engine, SetupLearner):
+            engine.opponent_setups = self._opponent_setups(opponent, ruleset)
         if not isinstance(engine, FearLearner):
             return  # an engine with no psychological model (the random mover, a UCC program)
         hist = self.store.history(opponent)
@@ -78,9 +83,21 @@ class OpponentMemory:
             engine.own_fear_scale = hist.own_fear_scale
             log.info("bot.learnt_bluff_scale_used", opponent=opponent, own_fear_scale=round(hist.own_fear_scale, 3))
 
+    def _opponent_setups(self, opponent: str, ruleset: Ruleset) -> list[Setup]:
+        assert self.store is not None
+        setups = []
+        for text in self.store.opponent_setups(opponent, ruleset.name):
+            try:
+                setups.append(parse_setup(text, ruleset, Notation.GRAVON))
+            except ValueError as exc:  # a damaged row costs that setup, not the game
+                log.warning("bot.stored_setup_unreadable", opponent=opponent, error=str(exc))
+        if setups:
+            log.info("bot.opponent_setups_used", opponent=opponent, setups=len(setups))
+        return setups
+
     def record(
         self, opponent: str | None, *, won: bool | None, reason: str, setup: str | None, plies: int,
-        engine: Any, game_id: str, score: int | None = None,
+        engine: Any, game_id: str, score: int | None = None, opponent_setup: Setup | None = None,
     ) -> None:
         """Store a finished game: ``won`` None for no winner, ``score`` the points the host's gameOver gave us."""
         if self.store is None or not opponent or reason == "void":
@@ -99,6 +116,8 @@ class OpponentMemory:
             self.store.record_game(opponent, result, reason=reason, setup=setup, plies=plies,
                                    est_opp_fear=None if learner is None else float(learner.est_opp_fear),
                                    game_id=game_id, score=score,
-                                   own_fear_scale=None if learner is None else float(learner.own_fear_scale))
+                                   own_fear_scale=None if learner is None else float(learner.own_fear_scale),
+                                   ruleset="" if opponent_setup is None else opponent_setup.ruleset.name,
+                                   opponent_setup=None if opponent_setup is None else opponent_setup.key)
         except Exception as exc:  # a full disk must not cost the next game
             log.warning("bot.store_write_failed", opponent=opponent, error=repr(exc))

@@ -3,8 +3,9 @@
 One SQLite file. Each finished game is one transaction, so a kill -9 in the middle of a write
 leaves either the whole game or none of it (SQLite's journal does the atomic part). What is kept
 per opponent: the engine's estimate of the opponent's fear (thesis 10.3.3 keeps estOppFear across
-games), the results with the points the host gave, and which setups we played and how they fared
-(``perspecto results`` shows it all, bot/commands/results.py).
+games), the results with the points the host gave, which setups we played and how they fared
+(``perspecto results`` shows it all, bot/commands/results.py), and the opponent's own setups as the host
+revealed them at each game's end (the belief model's prior against it, engine_ext/beliefs/prior.py).
 
 The schema only grows: a column added later is added to an older store when it is opened (``_COLUMNS_ADDED``),
 empty in the rows written before it, and every reader copes with the empty value.
@@ -31,6 +32,8 @@ def store_path(state_dir: Path) -> Path:
 RESULTS = ("win", "draw", "loss", "forfeit_win", "forfeit_loss", "adjourned")
 # The tournament's table (bot/host/referee.py), for games stored before the host's points were.
 RESULT_SCORES = {"win": 6, "draw": 3, "loss": 1, "forfeit_win": 6, "forfeit_loss": 0, "adjourned": 0}
+# The opponent's setups the prior blends in: its most recent games, at most this many.
+SETUPS_KEPT = 50
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS opponent (
@@ -48,7 +51,9 @@ CREATE TABLE IF NOT EXISTS game (
     setup TEXT,
     plies INTEGER NOT NULL DEFAULT 0,
     game_id TEXT NOT NULL DEFAULT '',
-    score INTEGER
+    score INTEGER,
+    ruleset TEXT NOT NULL DEFAULT '',
+    opponent_setup TEXT
 );
 CREATE INDEX IF NOT EXISTS game_by_opponent ON game (opponent, id);
 """
@@ -57,6 +62,8 @@ CREATE INDEX IF NOT EXISTS game_by_opponent ON game (opponent, id);
 _COLUMNS_ADDED = (
     ("opponent", "own_fear_scale", "REAL"),  # ownFear's bluff scale: not learnt yet
     ("game", "score", "INTEGER"),  # the points the host gave: RESULT_SCORES of the result instead
+    ("game", "ruleset", "TEXT NOT NULL DEFAULT ''"),  # the ruleset of the opponent's setup
+    ("game", "opponent_setup", "TEXT"),  # the opponent's setup as revealed: not known
 )
 
 
@@ -186,9 +193,12 @@ class OpponentStore:
         game_id: str = "",
         own_fear_scale: float | None = None,
         score: int | None = None,
+        ruleset: str = "",
+        opponent_setup: str | None = None,
     ) -> None:
         """Store one finished game, the points the host gave for it (None: not known, the tournament's table
-        counts) and the fear estimates after it, all or nothing."""
+        counts) and the fear estimates after it, all or nothing. ``opponent_setup`` is the opponent's whole
+        setup as the host revealed it (Gravon letters, front row first)."""
         if result not in RESULTS:
             raise ValueError(f"result must be one of {', '.join(RESULTS)}, not {result!r}")
         if score is not None and score < 0:
@@ -199,9 +209,9 @@ class OpponentStore:
         now = time.time()
         with self._transaction() as db:
             db.execute(
-                "INSERT INTO game (opponent, finished, result, reason, setup, plies, game_id, score) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (opponent, now, result, reason, setup, plies, game_id, score),
+                "INSERT INTO game (opponent, finished, result, reason, setup, plies, game_id, score, ruleset, "
+                "opponent_setup) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (opponent, now, result, reason, setup, plies, game_id, score, ruleset, opponent_setup),
             )
             if est_opp_fear is not None or own_fear_scale is not None:
                 # A value not given keeps what was stored.
@@ -213,6 +223,14 @@ class OpponentStore:
                     "updated = excluded.updated",
                     (opponent, est_opp_fear, own_fear_scale, now),
                 )
+
+    def opponent_setups(self, opponent: str, ruleset: str, limit: int = SETUPS_KEPT) -> list[str]:
+        """The opponent's revealed setups in ``ruleset``'s games, oldest first, the last ``limit``."""
+        rows = self._db.execute(
+            "SELECT opponent_setup FROM game WHERE opponent = ? AND ruleset = ? AND opponent_setup IS NOT NULL "
+            "ORDER BY id DESC LIMIT ?", (opponent, ruleset, limit),
+        ).fetchall()
+        return [r[0] for r in reversed(rows)]
 
     def opponents(self) -> list[str]:
         rows = self._db.execute("SELECT DISTINCT opponent FROM game UNION SELECT name FROM opponent ORDER BY 1")

@@ -15,6 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+import structlog
+
+from engine_ext.beliefs import BeliefModel
 from engine_ext.engine.evaluation import random_key
 from engine_ext.engine.psychology import MoveAnalysis, Psychology
 from engine_ext.engine.raiders import searched_position
@@ -27,9 +31,13 @@ from engine_ext.engine.settings import (
     search_params,
     strategic_params,
 )
+from engine_ext.rules.core import Position
 from engine_ext.rules.game import Game, MoveResult
 from engine_ext.rules.notation import Move, Square
 from engine_ext.rules.pieces import Rank, Side
+from setups.notation import Setup
+
+log = structlog.get_logger()
 
 # Seconds kept between the abort deadline and the caller's hard deadline: building the answer.
 _ANSWER_MARGIN = 0.02
@@ -63,6 +71,26 @@ def initial_counts(game: Game) -> list[int]:
     return [int(pieces.get(Rank(code), 0)) for code in range(13)]
 
 
+def search_beliefs(position: Position, me: int, enemy: np.ndarray, ours: np.ndarray) -> np.ndarray:
+    """The one matrix the search reads (engine_ext/engine/knowledge.pyx ``belief_rows``): each piece's
+    row as its opponent believes it, the opponent's pieces from ``enemy`` (ours of them), our pieces
+    from ``ours`` (the opponent's, as we model it)."""
+    rows = np.zeros(enemy.shape, dtype=np.float64)
+    for pid in range(position.piece_count):
+        rows[pid] = ours[pid] if position.piece(pid)[1] == me else enemy[pid]
+    return rows
+
+
+def describe_belief(row: list[float] | np.ndarray, square: str) -> str:
+    """\"E7 is a bomb with 0.71 (general 0.12)\": the piece's likeliest rank and the runner-up."""
+    order = sorted(range(12), key=lambda r: (-row[r], r))
+    first, second = order[0], order[1]
+    text = f"{square} is a {Rank(first).label} with {row[first]:.2f}"
+    if row[second] >= 0.005:
+        text += f" ({Rank(second).label} {row[second]:.2f})"
+    return text
+
+
 class Engine:
     def __init__(self, settings: EngineSettings | str | None = None) -> None:
         if settings is None:
@@ -78,6 +106,10 @@ class Engine:
         self._opponent = ""
         self._seen = 0  # history entries the move analysis has looked at
         self.last_analysis: list[MoveAnalysis] = []
+        # The beliefs (issue 22): one model a game, built at the game's first look when ``beliefs`` is on.
+        # ``opponent_setups``: the opponent's past setups (the daemon's store), the model's prior.
+        self.opponent_setups: list[Setup] = []
+        self.belief_model: BeliefModel | None = None
 
     @property
     def name(self) -> str:
@@ -123,6 +155,8 @@ class Engine:
         fear, scale = self._learnt.get(opponent, (None, None))
         self.psychology.start_game(fear, scale)
         self._seen = len(game.history)
+        self.belief_model = None
+        self._update_beliefs(game)
 
     def observe(self, game: Game, result: MoveResult | None = None) -> None:
         """Call after every real move (both sides'): runs the move analysis on every move of
@@ -134,6 +168,23 @@ class Engine:
             self._seen = len(game.history)
             return
         self._catch_up(game)
+        self._update_beliefs(game)
+
+    def _update_beliefs(self, game: Game) -> BeliefModel | None:
+        """Bring the belief model up to the game's history (built on first use); None without beliefs.
+        The beliefs are an aid, not the rules: a model that fails is logged and this move is priced
+        from the thesis's pools, never a lost move."""
+        if not self.settings.beliefs or self._side is None:
+            return None
+        try:
+            if self.belief_model is None:
+                self.belief_model = BeliefModel(game, self._side, tuple(self.opponent_setups))
+            else:
+                self.belief_model.update(game)
+        except Exception:  # any failure of the model: fall back to the pools, logged
+            log.exception("engine.beliefs_failed", ply=game.ply)
+            self.belief_model = None
+        return self.belief_model
 
     def _catch_up(self, game: Game) -> None:
         history = game.history
@@ -213,9 +264,14 @@ class Engine:
         # Not in the thesis: unseen pieces at our flag's door are searched as miners (engine_ext/engine/raiders.py).
         position, suspects = searched_position(game.position, int(game.side_to_move), settings.raider_radius,
                                                counts[Rank.MINER])
+        me = int(game.side_to_move)
+        model = self._update_beliefs(game)
+        beliefs = None
+        if model is not None:
+            beliefs = search_beliefs(position, me, model.enemy_matrix(), model.own_matrix())
         # A node budget searches on one thread (engine_ext/engine/search.pyx says why): no copies for the others.
-        runner = SearchRunner(position, int(game.side_to_move), counts, params,
-                              threads=1 if nodes is not None else None)
+        runner = SearchRunner(position, me, counts, params, threads=1 if nodes is not None else None,
+                              beliefs=beliefs)
         strategic = [0.0] * len(legal)
         if settings.engine == "perspecto" and settings.strategic:
             strategic = runner.strategic(legal, strategic_params(settings, runner.opponent_movers()))
@@ -272,6 +328,8 @@ class Engine:
             mine, theirs = outcomes
             text = ", ".join(f"{name} {p:.2f}" for name, p in zip(_OUTCOME_NAMES, mine, strict=True) if p > 0)
             reasons.append(f"attack, our view: {text}; their view: win {theirs[0]:.2f}")
+        if settings.beliefs:
+            reasons += self._belief_reasons(game, runner, legal, order)
         if any(strategic):
             reasons.append(f"strategic score {strategic[best]:+.2f} (weight {settings.strategic_weight:g})")
         if len(order) > 1:
@@ -285,6 +343,30 @@ class Engine:
         stopped = " (stopped early)" if result["aborted"] else ""
         reasons.append(f"{result['nodes']} nodes in {elapsed:.3f} s{stopped}, "
                        f"ended by {_LIMIT_NAMES[result['limit']]}")
+        return reasons
+
+
+    def _belief_reasons(self, game: Game, runner: SearchRunner, legal: list[int], order: list[int]) -> list[str]:
+        """The beliefs that decided an attack: what the chosen move's unknown target probably is, and
+        what the unknown target of the best attack not chosen probably is (why it was left alone)."""
+        pos = game.position
+        reasons = []
+        declined = None
+        for rank_index, index in enumerate(order):
+            code = legal[index]
+            target = pos.piece_id(code >> 8)
+            if target < 0 or pos.piece(target)[2] != Rank.UNKNOWN:
+                continue
+            row = runner.belief(target)
+            if not any(row):
+                continue
+            square = str(game.move_of(code).to)
+            if rank_index == 0:
+                reasons.append(f"beliefs: {describe_belief(row, square)}")
+            elif declined is None:
+                declined = f"beliefs: not attacking {square}: {describe_belief(row, square)}"
+        if declined is not None:
+            reasons.append(declined)
         return reasons
 
 
@@ -345,6 +427,15 @@ class EngineMove:
     @own_fear_scale.setter
     def own_fear_scale(self, value: float) -> None:
         self.engine.own_fear_scale = value
+
+    # The beliefs' prior against this opponent: its past setups, from the daemon's store.
+    @property
+    def opponent_setups(self) -> list[Setup]:
+        return self.engine.opponent_setups
+
+    @opponent_setups.setter
+    def opponent_setups(self, value: list[Setup]) -> None:
+        self.engine.opponent_setups = list(value)
 
     def choose_move(self, game: Game, budget: _Budget) -> Move:
         choice = self.engine.choose_move(game, budget.soft_deadline, budget.hard_deadline, budget.stop)

@@ -1,14 +1,15 @@
 # cython: language_level=3
 # Knowledge of the Perspecto thesis (7.3, 9.3): the pools of unknown pieces, moved / unmoved, the
-# probabilities of the five attack cases for both perspectives, and the psychological rule
-# Py = P - P * psy. Built once a move (engine_ext/engine/knowledge.pyx); the inline functions below run per
-# search node and are compiled into every module that cimports them.
+# probabilities of the five attack cases for both perspectives (or, with beliefs, from each unknown
+# piece's rank distribution), and the psychological rule Py = P - P * psy. Built once a move
+# (engine_ext/engine/knowledge.pyx); the inline functions below run per search node and are compiled
+# into every module that cimports them.
 
 from libc.stdint cimport uint64_t
 
 from engine_ext.rules.core cimport (
-    ATTACKER_WINS, BOTH_DIE, COMBAT, EMPTY, MAX_PIECES, MAX_SQ, N_RANKS, R_BOMB, R_FLAG, R_UNKNOWN,
-    Pos,
+    ATTACKER_WINS, BOTH_DIE, COMBAT, EMPTY, MAX_PIECES, MAX_SQ, N_RANKS, R_BOMB, R_FLAG, R_MARSHAL, R_SPY,
+    R_UNKNOWN, Pos,
 )
 
 cdef enum:
@@ -53,9 +54,19 @@ ctypedef struct Knowledge:
     double est_own_fear             # our known piece vs their approaching unknown, their view
     int sq_col[MAX_SQ]
     int sq_row[MAX_SQ]
+    # Beliefs (issue 22): with ``beliefs`` set, P comes from what each unknown piece probably is, as its
+    # opponent sees it (ours: as we model the opponent seeing them), instead of the pools' five cases.
+    # Rows are filled at the root (prepare_root) for the pieces unknown there, by piece id.
+    int beliefs
+    double bel_still[MAX_PIECES][N_RANKS]   # the piece's rank distribution (no bomb or flag once moved)
+    double bel_moved[MAX_PIECES][N_RANKS]   # ... given that it moves (moved in the search line): no bomb or flag
+    double lose_still[MAX_PIECES][N_RANKS]  # [k]: P(a known attacker of rank k beats the unmoved piece), ties half
+    double lose_moved[MAX_PIECES][N_RANKS]  # ... the piece has moved (at the root or in the search line)
+    double beat_known[MAX_PIECES][N_RANKS]  # [k]: P(the piece, attacking, beats a known defender of rank k)
 
 cdef void build_knowledge(Knowledge* kn, Pos* p, int me, const int* initial,
                           const unsigned char* public_, const uint64_t* approached) noexcept nogil
+cdef void build_beliefs(Knowledge* kn, Pos* p, const double* rows, int row_stride) noexcept nogil
 cdef void replay_history(Pos* p, unsigned char* public_out, uint64_t* approached_out) noexcept nogil
 
 
@@ -117,6 +128,27 @@ cdef inline double unmoved_win(Knowledge* kn, Pos* p, bint attacker_known, int a
     return kn.p_case5[p.powner[a]]
 
 
+cdef inline double belief_win(Knowledge* kn, Pos* p, bint attacker_known, bint defender_known,
+                              int a, int d) noexcept nogil:
+    """P(win) of ``a`` on ``d`` from the beliefs (one of them unknown in the perspective): an attacker
+    has moved, so it is neither bomb nor flag; the defender is taken as it stands in the search line
+    (moved or not). Unknown against unknown sums over the attacker's ranks (ten products)."""
+    cdef const double* lose
+    cdef double total = 0.0
+    cdef int r
+    if defender_known:
+        return kn.beat_known[a][p.prank[d]]
+    if p.pmoves[d] > 0:
+        lose = &kn.lose_moved[d][0]
+    else:
+        lose = &kn.lose_still[d][0]
+    if attacker_known:
+        return lose[p.prank[a]]
+    for r in range(R_SPY, R_MARSHAL + 1):
+        total += kn.bel_moved[a][r] * lose[r]
+    return total
+
+
 cdef inline void attack_outcomes(Knowledge* kn, Pos* p, const unsigned char* kpub, int persp,
                                  int a, int d, int line_start, bint failed_attack_passive,
                                  double* out) noexcept nogil:
@@ -144,7 +176,9 @@ cdef inline void attack_outcomes(Knowledge* kn, Pos* p, const unsigned char* kpu
         else:
             out[OUT_LOSE] = 1.0
         return
-    if dk:
+    if kn.beliefs:
+        P = belief_win(kn, p, ak, dk, a, d)
+    elif dk:
         P = kn.p_case1[p.powner[a]][rd]
     elif p.pmoves[d] == 0:
         P = unmoved_win(kn, p, ak, a, d)
@@ -176,4 +210,4 @@ from engine_ext.rules.core cimport Position
 
 cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object initial, object public,
                       object approached, object moved, object fears, bint psychology,
-                      bint line_approach=*) except -1
+                      bint line_approach=*, bint use_beliefs=*, object beliefs=*) except -1

@@ -2,8 +2,12 @@
 
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from engine_ext.rules.core import Position
 
+def belief_rows(beliefs: ArrayLike, count: int) -> np.ndarray: ...
 def history_facts(pos: Position) -> tuple[set[int], set[tuple[int, int]]]: ...
 
 class KnowledgeView:
@@ -19,6 +23,8 @@ class KnowledgeView:
         fears: tuple[float, float, float] = (0.0, 0.0, 0.0),
         psychology: bool = False,
         line_approach: bool = True,
+        beliefs: bool = False,
+        belief_matrix: ArrayLike | None = None,
     ) -> None: ...
     @property
     def me(self) -> int: ...
@@ -40,3 +46,4 @@ class KnowledgeView:
     def suspicion(self) -> list[float]: ...
     def p_flag(self) -> list[float]: ...
     def p_bomb(self) -> list[float]: ...
+    def belief(self, pid: int) -> list[float]: ...

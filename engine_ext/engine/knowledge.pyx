@@ -7,6 +7,8 @@ R_UNKNOWN) plus what the opponent knows of ours (replayed from the move history)
 exposes everything to Python for the tests and the facade's reasons.
 """
 
+import numpy as np
+
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
@@ -127,6 +129,120 @@ cdef void build_knowledge(Knowledge* kn, Pos* p, int me, const int* initial,
             kn.p_bomb[pid] = share if share < 1.0 else 1.0
 
 
+cdef void _pool_row(Knowledge* kn, int s, bint moved, double* row) noexcept nogil:
+    """The thesis's pool as one piece's rank distribution (7.3): a moved piece is any of the movable
+    pool; an unmoved one is one of the movable pieces that have not moved yet or a bomb or the flag,
+    so cases 1-5 come out of the beliefs exactly as from the pools."""
+    cdef int r
+    cdef int movable = kn.n_movable[s]
+    cdef int unmoved_all = kn.n_unknown[s] - kn.n_moved[s]
+    cdef double share
+    for r in range(N_RANKS):
+        row[r] = 0.0
+    if moved:
+        if movable > 0:
+            for r in range(N_RANKS):
+                if _movable_rank(r):
+                    row[r] = kn.pool[s][r] / <double>movable
+        return
+    if unmoved_all > 0:
+        share = (movable - kn.n_moved[s]) / <double>movable if movable > 0 else 0.0
+        if share < 0.0:
+            share = 0.0
+        for r in range(N_RANKS):
+            if _movable_rank(r):
+                row[r] = kn.pool[s][r] * share / unmoved_all
+            elif r != R_UNKNOWN:
+                row[r] = kn.pool[s][r] / <double>unmoved_all
+    elif kn.n_unknown[s] > 0:
+        for r in range(N_RANKS):
+            if r != R_UNKNOWN:
+                row[r] = kn.pool[s][r] / <double>kn.n_unknown[s]
+
+
+cdef bint _normalise(double* row, bint movable_only) noexcept nogil:
+    """Scale ``row`` (ranks 0..11) to sum to one, keeping only the movable ranks if asked; False and
+    untouched when nothing is left."""
+    cdef double total = 0.0
+    cdef int r
+    for r in range(R_UNKNOWN):
+        if movable_only and not _movable_rank(r):
+            continue
+        total += row[r]
+    if not total > 0.0:
+        return False
+    for r in range(R_UNKNOWN):
+        if movable_only and not _movable_rank(r):
+            row[r] = 0.0
+        else:
+            row[r] = row[r] / total
+    row[R_UNKNOWN] = 0.0
+    return True
+
+
+cdef void build_beliefs(Knowledge* kn, Pos* p, const double* rows, int row_stride) noexcept nogil:
+    """Fill the beliefs of every piece unknown to its opponent at the root from ``rows`` (row ``pid``
+    at ``rows + pid * row_stride``, ranks 0..11; NULL: the thesis's pool, ``_pool_row``). A rank the
+    pool has run out of gets nothing, a piece that has moved is no bomb or flag; a row left empty falls
+    back to the pool's. Then each piece's chances against every known rank, and the flag and bomb
+    probabilities (7.5) from its row. The flag suspicions of the strategic search's scout strikes (9.2)
+    keep their total but are shared out by the flag probability."""
+    cdef int s, pid, r, k
+    cdef bint moved
+    cdef double still[N_RANKS]
+    cdef double mv[N_RANKS]
+    cdef double lose_s, lose_m, beat, susp_scale
+    kn.beliefs = 1
+    for pid in range(MAX_PIECES):
+        for r in range(N_RANKS):
+            kn.bel_still[pid][r] = 0.0
+            kn.bel_moved[pid][r] = 0.0
+            kn.lose_still[pid][r] = 0.0
+            kn.lose_moved[pid][r] = 0.0
+            kn.beat_known[pid][r] = 0.0
+    for pid in range(p.end_id[1]):
+        if p.psq[pid] < 0 or kn.public_[pid]:
+            continue
+        s = p.powner[pid]
+        moved = p.pmoves[pid] > 0
+        for r in range(N_RANKS):
+            still[r] = 0.0
+            if rows != NULL and r != R_UNKNOWN and kn.pool[s][r] > 0:
+                still[r] = rows[pid * row_stride + r]
+        if rows == NULL or not _normalise(still, moved):
+            _pool_row(kn, s, moved, still)
+            _normalise(still, moved)
+        for r in range(N_RANKS):
+            mv[r] = still[r]
+        if not _normalise(mv, True):
+            _pool_row(kn, s, True, mv)
+            _normalise(mv, True)
+        for r in range(N_RANKS):
+            kn.bel_still[pid][r] = still[r]
+            kn.bel_moved[pid][r] = mv[r]
+        for k in range(N_RANKS):
+            lose_s = 0.0
+            lose_m = 0.0
+            beat = 0.0
+            for r in range(R_UNKNOWN):
+                lose_s += still[r] * win_weight(k, r)
+                lose_m += mv[r] * win_weight(k, r)
+                beat += mv[r] * win_weight(r, k)
+            kn.lose_still[pid][k] = lose_s
+            kn.lose_moved[pid][k] = lose_m
+            kn.beat_known[pid][k] = beat
+    for s in range(2):
+        susp_scale = kn.susp_total[s] if kn.susp_total[s] > 0.0 else 1.0
+        kn.susp_total[s] = 0.0
+        for pid in range(p.first_id[s], p.end_id[s]):
+            if p.psq[pid] < 0 or kn.public_[pid]:
+                continue
+            kn.p_flag[pid] = kn.bel_still[pid][R_FLAG]
+            kn.p_bomb[pid] = kn.bel_still[pid][R_BOMB]
+            kn.suspicion[pid] = kn.p_flag[pid] * susp_scale
+            kn.susp_total[s] += kn.suspicion[pid]
+
+
 cdef double _v(Knowledge* kn, int s, int k, bint defender_unknown) noexcept nogil:
     """|V(s, k)|: pieces in side s's movable pool that make the attack succeed against rank k, half of
     the ties included. ``defender_unknown``: s defends against an attacker of rank k; otherwise s's
@@ -231,15 +347,17 @@ cdef inline int _dist(Pos* p, int a, int b) noexcept nogil:
 
 cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object initial, object public,
                       object approached, object moved, object fears, bint psychology,
-                      bint line_approach=True) except -1:
+                      bint line_approach=True, bint use_beliefs=False, object beliefs=None) except -1:
     """Copy ``pos`` into ``work`` and build ``kn`` from it. ``public`` (our piece ids the opponent
     has seen) and ``approached`` ((mover, target) pairs) default to what the history shows;
     ``moved`` lists extra piece ids to treat as having moved (constructed test positions);
-    ``fears`` is (own_fear, est_opp_fear, est_own_fear)."""
+    ``fears`` is (own_fear, est_opp_fear, est_own_fear). ``use_beliefs``: attacks are priced from the
+    beliefs, ``beliefs`` (see ``belief_rows``; None: the thesis's pool as beliefs)."""
     cdef int init[N_RANKS]
     cdef unsigned char pub[MAX_PIECES]
     cdef uint64_t appr[MAX_PIECES]
     cdef int r, pid, mover, target, count
+    cdef const double[:, ::1] rows
     if me not in (0, 1):
         raise ValueError(f"side {me}")
     initial = list(initial)
@@ -268,6 +386,14 @@ cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object ini
                 raise ValueError(f"approached: ({mover}, {target}) is not a pair of opposing pieces")
             appr[mover] |= (<uint64_t>1) << (target - work.first_id[work.powner[target]])
     build_knowledge(kn, work, me, init, pub, appr)
+    kn.beliefs = 0
+    memset(kn.bel_still, 0, sizeof(kn.bel_still))
+    if use_beliefs:
+        if beliefs is None:
+            build_beliefs(kn, work, NULL, 0)
+        else:
+            rows = belief_rows(beliefs, count)
+            build_beliefs(kn, work, &rows[0, 0], rows.shape[1])
     own_fear, est_opp_fear, est_own_fear = fears
     kn.psychology = psychology
     kn.line_approach = line_approach
@@ -275,6 +401,21 @@ cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object ini
     kn.est_opp_fear = float(est_opp_fear)
     kn.est_own_fear = float(est_own_fear)
     return 0
+
+
+def belief_rows(beliefs, int count):
+    """``beliefs`` as the compiled knowledge reads it: a float64 array of shape (n, 13) with n at least
+    ``count`` (the position's pieces), row ``pid`` the distribution over rank codes 0..12 of piece
+    ``pid`` as its opponent believes it (ours: as we model the opponent believing it); only the rows of
+    pieces unknown to their opponent are read, and column 12 (unknown) is ignored. Rows need not sum to
+    one. Anything else is a ValueError that says what is wrong."""
+    array = np.ascontiguousarray(beliefs, dtype=np.float64)
+    if array.ndim != 2 or array.shape[1] != N_RANKS or array.shape[0] < count:
+        raise ValueError(f"beliefs: an array of shape (at least {count}, {N_RANKS}) expected, not {array.shape}")
+    head = array[:count]
+    if not np.all(np.isfinite(head)) or np.any(head < 0.0):
+        raise ValueError("beliefs: every probability must be finite and not negative")
+    return array
 
 
 def history_facts(Position pos):
@@ -312,9 +453,10 @@ cdef class KnowledgeView:
         free(self.work)
 
     def __init__(self, Position pos, int me, initial, *, public=None, approached=None, moved=(),
-                 fears=(0.0, 0.0, 0.0), bint psychology=False, bint line_approach=True):
+                 fears=(0.0, 0.0, 0.0), bint psychology=False, bint line_approach=True, bint beliefs=False,
+                 belief_matrix=None):
         prepare_root(self.work, &self.kn, pos, me, initial, public, approached, moved, fears, psychology,
-                     line_approach)
+                     line_approach, beliefs, belief_matrix)
         memcpy(self.kpub, self.kn.public_, sizeof(self.kpub))
 
     @property
@@ -379,3 +521,10 @@ cdef class KnowledgeView:
 
     def p_bomb(self) -> list:
         return [self.kn.p_bomb[pid] for pid in range(self.work.end_id[1])]
+
+    def belief(self, int pid) -> list:
+        """The piece's rank distribution (rank codes 0..12) as its opponent sees it at the root; all
+        zero for a piece known to its opponent, a captured one, or without beliefs."""
+        if not 0 <= pid < self.work.end_id[1]:
+            raise ValueError(f"no piece id {pid}")
+        return [self.kn.bel_still[pid][r] for r in range(N_RANKS)]

@@ -13,6 +13,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from engine_ext.engine.settings import SearchParams
 from engine_ext.rules.core import Position
 from engine_ext.rules.pieces import ATTACKER_WINS, BOTH_DIE, DEFENDER_WINS, Rank, combat
@@ -193,7 +196,8 @@ class Reference:
 
     def __init__(self, pos: Position, me: int, initial: Sequence[int], params: SearchParams, *,
                  public: Iterable[int] | None = None, approached: Iterable[tuple[int, int]] | None = None,
-                 moved: Iterable[int] = (), prune: bool = True) -> None:
+                 moved: Iterable[int] = (), prune: bool = True,
+                 beliefs: ArrayLike | None = None) -> None:
         if params.random_amplitude != 0:
             raise ValueError("the reference search has no random term: set random_amplitude to 0")
         self.p = params
@@ -212,6 +216,8 @@ class Reference:
         self.approached = set(b.approached) if approached is None else set(approached)
         self.fear = (params.own_fear, params.est_opp_fear, params.est_own_fear)
         self._pools()
+        if params.beliefs:
+            self._beliefs(beliefs)
         self._values()
         self.root_ply = b.ply
         self.nodes = 0
@@ -251,6 +257,7 @@ class Reference:
         self.suspicion = [0.0] * len(b.rank)
         self.p_flag = [0.0] * len(b.rank)
         self.p_bomb = [0.0] * len(b.rank)
+        self.susp_total = [0.0, 0.0]
         for s in (0, 1):
             back_row = 0 if s == 0 else b.height - 1
             unmoved = [pid for pid in self._alive_unknown(s) if b.moves[pid] == 0]
@@ -264,6 +271,7 @@ class Reference:
                         break
                 self.suspicion[pid] = count
             total = sum(self.suspicion[pid] for pid in unmoved)
+            self.susp_total[s] = total
             for pid in range(b.first[s], b.end[s]):
                 if b.square[pid] >= 0 and self.public[pid]:
                     self.p_flag[pid] = 1.0 if b.rank[pid] == FLAG else 0.0
@@ -274,6 +282,93 @@ class Reference:
                     self.p_flag[pid] = (self.suspicion[pid] / total if total > 0
                                         else self.pool[s][FLAG] / unmoved_pool)
                 self.p_bomb[pid] = min(1.0, self.pool[s][BOMB] / unmoved_pool)
+
+    # --- beliefs (issue 22, docs/engine.md "Beliefs in the search") ---------------------------------
+
+    def pool_row(self, side: int, moved: bool) -> list[float]:
+        """The pool as one piece's rank distribution: a moved piece is any of the movable pool; an
+        unmoved one a movable piece that has not moved yet (the share of case 3) or a bomb or the flag."""
+        pool, movable, n_moved = self.pool[side], self.n_movable[side], self.n_moved[side]
+        unmoved_all = self.n_unknown[side] - n_moved
+        row = [0.0] * 13
+        if moved:
+            if movable > 0:
+                for r in MOVABLE:
+                    row[r] = pool[r] / movable
+            return row
+        if unmoved_all > 0:
+            share = max(0.0, (movable - n_moved) / movable) if movable > 0 else 0.0
+            for r in range(12):
+                row[r] = pool[r] * share / unmoved_all if r in MOVABLE else pool[r] / unmoved_all
+        elif self.n_unknown[side] > 0:
+            for r in range(12):
+                row[r] = pool[r] / self.n_unknown[side]
+        return row
+
+    @staticmethod
+    def normalised(row: list[float], movable_only: bool) -> list[float] | None:
+        kept = [x if (r in MOVABLE or not movable_only) else 0.0 for r, x in enumerate(row[:12])]
+        total = 0.0
+        for r in range(12):
+            if r in MOVABLE or not movable_only:
+                total += kept[r]
+        if not total > 0.0:
+            return None
+        return [x / total for x in kept] + [0.0]
+
+    def _beliefs(self, beliefs: ArrayLike | None) -> None:
+        """Each unknown piece's distribution as its opponent sees it, from ``beliefs`` (rows by piece
+        id) or the pool; ranks the pool has run out of and, for a piece that has moved, bomb and flag
+        get nothing; an empty row falls back to the pool's. Then the flag and bomb probabilities from
+        the rows, and the flag suspicions shared out by them."""
+        b = self.b
+        count = len(b.rank)
+        rows = None if beliefs is None else np.asarray(beliefs, dtype=np.float64).tolist()
+        self.bel_still = [[0.0] * 13 for _ in range(count)]
+        self.bel_moved = [[0.0] * 13 for _ in range(count)]
+        for pid in range(count):
+            if b.square[pid] < 0 or self.public[pid]:
+                continue
+            s, moved = b.owner[pid], b.moves[pid] > 0
+            raw = [0.0] * 13
+            if rows is not None:
+                raw = [float(rows[pid][r]) if r < 12 and self.pool[s][r] > 0 else 0.0 for r in range(13)]
+            still = self.normalised(raw, moved) if rows is not None else None
+            if still is None:
+                still = self.normalised(self.pool_row(s, moved), moved) or [0.0] * 13
+            mv = self.normalised(still, True)
+            if mv is None:
+                mv = self.normalised(self.pool_row(s, True), True) or [0.0] * 13
+            self.bel_still[pid], self.bel_moved[pid] = still, mv
+        for s in (0, 1):
+            scale = self.susp_total[s] if self.susp_total[s] > 0.0 else 1.0
+            for pid in range(b.first[s], b.end[s]):
+                if b.square[pid] >= 0 and not self.public[pid]:
+                    self.p_flag[pid] = self.bel_still[pid][FLAG]
+                    self.p_bomb[pid] = self.bel_still[pid][BOMB]
+                    self.suspicion[pid] = self.p_flag[pid] * scale
+
+    def chance(self, row: list[float], attacker: int | None, defender: int | None) -> float:
+        """P(success) with one side's rank spread over ``row``: of a known ``attacker`` on the piece,
+        or of the piece on a known ``defender``; ties count half."""
+        total = 0.0
+        for r in range(12):
+            if row[r] == 0.0:
+                continue
+            total += row[r] * (win_weight(attacker, r) if attacker is not None else win_weight(r, defender or 0))
+        return total
+
+    def belief_win(self, ak: bool, dk: bool, a: int, d: int) -> float:
+        b = self.b
+        if dk:
+            return self.chance(self.bel_moved[a], None, b.rank[d])
+        row = self.bel_moved[d] if b.moves[d] > 0 else self.bel_still[d]
+        if ak:
+            return self.chance(row, b.rank[a], None)
+        total = 0.0
+        for r in MOVABLE:
+            total += self.bel_moved[a][r] * self.chance(row, r, None)
+        return total
 
     def _v(self, side: int, k: int, side_defends: bool) -> float:
         pool = self.pool[side]
@@ -351,7 +446,9 @@ class Reference:
             result = combat(Rank(b.rank[a]), Rank(b.rank[d]))
             out[{ATTACKER_WINS: WIN, DEFENDER_WINS: LOSE, BOTH_DIE: BOTH}[result]] = 1.0
             return out
-        if dk:
+        if self.p.beliefs:
+            p = self.belief_win(ak, dk, a, d)
+        elif dk:
             p = self.case1(b.owner[a], b.rank[d])
         elif b.moves[d] == 0:
             p = self.unmoved_win(ak, a, d)

@@ -3,6 +3,8 @@
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from numpy.typing import ArrayLike
+
 from engine_ext.engine.settings import SearchParams, StrategicParams
 from engine_ext.rules.core import Position
 
@@ -20,6 +22,7 @@ class SearchRunner:
         approached: Iterable[tuple[int, int]] | None = None,
         moved: Iterable[int] = (),
         threads: int | None = None,
+        beliefs: ArrayLike | None = None,
     ) -> None: ...
     def request_stop(self) -> None: ...
     @property
@@ -30,6 +33,7 @@ class SearchRunner:
     def root_outcomes(
         self, move: int
     ) -> tuple[tuple[float, float, float, float], tuple[float, float, float, float]] | None: ...
+    def belief(self, pid: int) -> list[float]: ...
     def opponent_movers(self) -> int: ...
     def strategic(self, moves: Sequence[int], params: StrategicParams | None = None) -> list[float]: ...
     def run(

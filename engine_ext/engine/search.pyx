@@ -1081,7 +1081,7 @@ cdef int iterate(Search** W, int workers, const int* moves, int n, double soft_d
 
 
 cdef int fill_search(Search* S, Position pos, int me, object initial, object params, object public,
-                     object approached, object moved) except -1:
+                     object approached, object moved, object beliefs) except -1:
     """The one place that fills the compiled structs of a search from an ``engine_ext.engine.settings.SearchParams``:
     the root's knowledge (``prepare_root``), the values (``build_values``) and ``SearchConfig``, whose fields
     carry the settings' names."""
@@ -1091,7 +1091,7 @@ cdef int fill_search(Search* S, Position pos, int me, object initial, object par
     cdef uint64_t key = <uint64_t>(int(params.random_key) & 0xFFFFFFFFFFFFFFFF)
     prepare_root(&S.pos, &S.kn, pos, me, initial, public, approached, moved,
                  (params.own_fear, params.est_opp_fear, params.est_own_fear), params.psychology,
-                 params.line_approach)
+                 params.line_approach, params.beliefs, beliefs)
     for r in range(N_RANKS):
         base[r] = params.base[r]
         special[r] = params.special[r]
@@ -1125,7 +1125,9 @@ cdef class SearchRunner:
     """One search: the position copied, knowledge and values built for it, then ``run``.
 
     ``params`` is an ``engine_ext.engine.settings.SearchParams``; ``public`` / ``approached`` / ``moved``
-    override what the history shows (see ``engine_ext.engine.knowledge.prepare_root``)."""
+    override what the history shows (see ``engine_ext.engine.knowledge.prepare_root``); ``beliefs``: with
+    ``params.beliefs``, each piece's rank distribution as its opponent sees it (rows by piece id, see
+    ``engine_ext.engine.knowledge.belief_rows``; None: the thesis's pool as beliefs)."""
 
     cdef Search* S
     cdef Search* W[MAX_THREADS]
@@ -1150,7 +1152,7 @@ cdef class SearchRunner:
         free(self.S)
 
     def __init__(self, Position pos, int me, initial, params, *, public=None, approached=None, moved=(),
-                 threads=None):
+                 threads=None, beliefs=None):
         cdef Search* S = self.S
         cdef int r, t
         if params.algorithm not in ALGORITHMS:
@@ -1162,7 +1164,7 @@ cdef class SearchRunner:
         threads = params.threads if threads is None else threads
         if not 1 <= threads <= MAX_THREADS:
             raise ValueError(f"threads must be 1..{MAX_THREADS}, not {threads}")
-        fill_search(S, pos, me, initial, params, public, approached, moved)
+        fill_search(S, pos, me, initial, params, public, approached, moved, beliefs)
         memcpy(S.kpub, S.kn.public_, sizeof(S.kpub))
         init_bits(S)
         S.root_ply = S.pos.ply
@@ -1219,6 +1221,13 @@ cdef class SearchRunner:
         attack_outcomes(&self.S.kn, p, self.S.kpub, OWN, a, d, self.S.root_ply, self.S.cfg.failed_attack_passive, pm)
         attack_outcomes(&self.S.kn, p, self.S.kpub, OPP, a, d, self.S.root_ply, self.S.cfg.failed_attack_passive, po)
         return (tuple(pm[i] for i in range(N_OUTCOMES)), tuple(po[i] for i in range(N_OUTCOMES)))
+
+    def belief(self, int pid) -> list:
+        """The rank distribution (codes 0..12) the search gives the piece in the view of its opponent;
+        all zero when the piece is known there or the search runs without beliefs."""
+        if not 0 <= pid < self.S.pos.end_id[1]:
+            raise ValueError(f"no piece id {pid}")
+        return [self.S.kn.bel_still[pid][r] for r in range(N_RANKS)]
 
     def opponent_movers(self) -> int:
         """The opponent's movable pieces still on the board (every capture shows a rank, so the

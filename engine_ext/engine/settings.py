@@ -98,6 +98,18 @@ class PsychologySettings(BaseModel):
     fear: FearSettings = Field(default_factory=FearSettings)
 
 
+class BeliefSettings(BaseModel):
+    """Not in the thesis (issue 22): what each unknown piece probably is, from human setups and from how
+    it moves (engine_ext/beliefs), prices the attacks instead of the thesis's pools (7.3), in both views;
+    the flag and bomb probabilities (7.5) and the strategic search's targets come from it too.
+    C: ``Knowledge`` (``prepare_root``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    beliefs: bool = Field(False, description="not in the thesis: attacks priced from each piece's rank "
+                          "distribution (the belief model) instead of the pools' five cases (7.3)")
+
+
 class EvaluationSettings(BaseModel):
     """Values of pieces and captures (Tables 4, 5, 8). C: ``build_values`` into ``Values``."""
 
@@ -190,7 +202,8 @@ class TimeUse(BaseModel):
 # The groups by concern, in the order docs/engine.md's table lists them. Every field name is the name
 # of the compiled field (or parameter) it fills: one name from the profile file to the C struct.
 SETTINGS_GROUPS: tuple[type[BaseModel], ...] = (
-    SearchShape, PemmRules, PsychologySettings, EvaluationSettings, StrategicSettings, FlagDefence, TimeUse,
+    SearchShape, PemmRules, PsychologySettings, BeliefSettings, EvaluationSettings, StrategicSettings, FlagDefence,
+    TimeUse,
 )
 
 
@@ -205,8 +218,8 @@ REMOVED_SETTINGS: dict[str, str] = {
 }
 
 
-class EngineSettings(TimeUse, FlagDefence, StrategicSettings, EvaluationSettings, PsychologySettings, PemmRules,
-                     SearchShape):
+class EngineSettings(TimeUse, FlagDefence, StrategicSettings, EvaluationSettings, BeliefSettings, PsychologySettings,
+                     PemmRules, SearchShape):
     """Every engine setting, flat (a profile's ``engine_params`` keys are these names), grouped by concern
     through the base classes (``SETTINGS_GROUPS``)."""
 
@@ -261,6 +274,7 @@ class SearchParams:
     line_approach: bool = True
     own_flag_value: float = 0.0  # 0: the scale's flag value
     flag_area: int = -1
+    beliefs: bool = False
 
 
 @dataclass(frozen=True)
@@ -346,6 +360,7 @@ def search_params(
         line_approach=settings.line_approach,
         own_flag_value=settings.own_flag_value or 0.0,
         flag_area=settings.flag_area,
+        beliefs=settings.beliefs,
     )
 
 
