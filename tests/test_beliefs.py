@@ -33,8 +33,7 @@ from engine_ext.rules.rulesets import BARRAGE, CLASSIC, MINI, Ruleset, Square
 from setups import generate_setup
 from setups.notation import Setup
 
-DATA = next((d for d in (Path(__file__).resolve().parents[2] / "shared" / "data", Path("/work/shared/data"))
-             if d.is_dir()), Path(__file__).resolve().parents[2] / "shared" / "data")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # the source data beside the clone
 TOL = 1e-6
 FLAG, BOMB = int(Rank.FLAG), int(Rank.BOMB)
 

@@ -28,9 +28,8 @@ PROG = "perspecto beliefs"
 
 
 def _default_data() -> Path:
-    # The shared data lies beside the clone (CI: <dir>/shared + <dir>/main; a worktree: /work/shared).
-    here = Path(__file__).resolve().parents[3] / "shared" / "data"
-    return here if here.is_dir() else Path("/work/shared/data")
+    # The project's source data lies beside the clone (<dir>/shared/data next to <dir>/<clone>); else --data.
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -97,7 +97,7 @@ def register(subparsers: Any) -> None:
                      "--move-time-average / --move-time-max")
     lab.add_argument("--setups", metavar="SOURCE",
                      help="where the pairs' setups come from: generated (human-like, the default), library "
-                     "(the named setups) or a file with one setup a line (e.g. /work/shared/data's Gravon data)")
+                     "(the named setups) or a file with one setup a line (e.g. the Gravon data)")
     lab.add_argument("--sprt", metavar="SPEC", help='stop when the SPRT decides, e.g. "elo0=0 elo1=10 alpha=0.05 '
                      'beta=0.05"; checked after every game pair')
     lab.add_argument("--max-games", type=int, help=f"with --sprt: games before the test ends inconclusive "

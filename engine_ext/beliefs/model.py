@@ -1,6 +1,6 @@
 """The belief model: for every piece, the chance of each rank, as one side sees the other's pieces.
 
-Interface (the search's side, engine_ext/engine/facade.py, codes against this; /work/notes/beliefs-api.md):
+Interface (the search's side, engine_ext/engine/facade.py, codes against this):
 
     model = BeliefModel(game, side, opponent_setups=())  # game: the bot's view; side: ours
     model.update(game)            # after every move (both sides'); idempotent, cheap
