@@ -30,7 +30,8 @@ from engine_ext.research.selfplay import semi_random_game
 from engine_ext.rules.core import Position
 from engine_ext.rules.game import Game, RulesOptions
 from engine_ext.rules.pieces import Rank
-from engine_ext.rules.rulesets import MINI, Square
+from engine_ext.rules.rulesets import MINI
+from tests.test_engine_knowledge import build as position_of
 
 OWN, OPP = 0, 1
 N_RANKS = 13
@@ -85,14 +86,7 @@ def build(red: dict[str, Rank], blue: dict[str, Rank], moved: tuple[str, ...] = 
           public: tuple[str, ...] = (), approached: tuple[tuple[str, str], ...] = (),
           beliefs: np.ndarray | None = None, **options: Any) -> tuple[KnowledgeView, dict[str, int]]:
     """Red to move on an empty 8 x 8 board, beliefs on; both sides start with red's pieces."""
-    ids: dict[str, int] = {}
-    pieces: list[tuple[int, int, int, int]] = []
-    for owner, placement in ((0, red), (1, blue)):
-        for name, rank in placement.items():
-            sq = Square.parse(name)
-            ids[name] = len(pieces)
-            pieces.append((sq.col, sq.row, owner, int(rank)))
-    pos = Position(8, 8, [], pieces, 0)
+    pos, ids = position_of(red, blue)
     counts = [0] * N_RANKS
     for rank in red.values():
         counts[int(rank)] += 1
