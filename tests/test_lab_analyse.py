@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from bot.cli import main as cli_main
 from bot.config import get_profile
+from engine_ext.beliefs import BeliefModel
 from engine_ext.lab.analysis import GroupBy, analyse_record, summarise
 from engine_ext.lab.causes import TRACKED_RANKS, BombState, Cause, LossObserver, PieceFate
 from engine_ext.lab.chases import MIN_CHASE_MOVES, Chase, ChaseEnd, ChaseObserver
@@ -252,6 +253,32 @@ def test_what_each_side_knows_matches_the_referee_s_views(seed: int, ruleset: st
             assert record.moves[chase.end_ply - 1].outcome is not None
 
 
+def test_a_risky_attack_records_what_the_attacker_s_side_believed_just_before_it() -> None:
+    # The marshal walks up and hits the unmoved bomb on A7; the general then takes the unmoved piece on
+    # B7 (a sergeant). Each attack's P(bomb) is the attacker's side's belief model at the ply before.
+    red = ["A4-A5", "A5-A6", "A6-A7", "B4-B5", "B5-B6", "B6-B7"]
+    record = make_record({"A4": "marshal", "B4": "general"}, {"A7": "bomb", "B7": "sergeant", "J7": "sergeant"},
+                         interleave(red, BLUE_WAITS[:5]))
+    risks = analyse_record(record, beliefs=True).risks
+    assert risks is not None and [(r.rank, r.found, r.ply) for r in risks] == [
+        (Rank.MARSHAL, Rank.BOMB, 5), (Rank.GENERAL, Rank.SERGEANT, 11)]
+    for risk in risks:
+        positions = replay_positions(record)
+        for _ in range(risk.ply):  # the start, then the plies before the attack
+            game, _ = next(positions)
+        expected = BeliefModel(game, Side.RED).enemy_matrix()
+        to = Move.parse(record.moves[risk.ply - 1].move).to
+        target = game.position.piece_id(game.position.square(to.col, to.row))
+        assert risk.p_bomb == pytest.approx(expected[target, int(Rank.BOMB)])
+        assert 0.0 < risk.p_bomb < 1.0
+    assert analyse_record(record).risks is None  # only when asked
+    summary = summarise([analyse_record(record, beliefs=True)])["perspecto"].risks
+    assert summary is not None and summary.attacks == 2 and summary.bombs == 1
+    assert summary.expected_bombs == pytest.approx(sum(r.p_bomb for r in risks))
+    assert sum(n for _span, n, _p, _f in summary.bin_rows()) == 2
+    assert summarise([analyse_record(record, beliefs=True)])["pemm"].risks is not None  # counted, if empty
+
+
 # --- real records from the lab ----------------------------------------------------------------------------
 
 
@@ -305,6 +332,8 @@ def test_perspecto_analyse_prints_tables_and_json(lab_records: Path, tmp_path: P
     for group in data["groups"].values():
         for rank in data["groups"]["pemm"]["ranks"]:
             assert sum(group["ranks"][rank]["causes"].values()) == group["games"]
+    assert cli_main(["analyse", str(lab_records), "--beliefs"]) == 0
+    assert "attacks on unshown pieces that never moved, against the beliefs" in capsys.readouterr().out
     assert cli_main(["analyse", str(lab_records), "--by", "side", "--json"]) == 0
     by_side = json.loads(capsys.readouterr().out)
     assert set(by_side["groups"]) == {"red", "blue"} and by_side["groups"]["red"]["games"] == 4

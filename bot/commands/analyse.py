@@ -1,6 +1,7 @@
 """``perspecto analyse RECORD_OR_DIR...``: causes of loss and chases, counted per profile over game records.
 
-The counting is ``engine_ext.lab.analysis`` (causes of loss: ``causes``; chases: ``chases``); this module
+The counting is ``engine_ext.lab.analysis`` (causes of loss: ``causes``; chases: ``chases``; with
+``--beliefs`` the high pieces' risky attacks against the beliefs: ``risks``); this module
 reads the records, prints one rich table a concern, and with ``--json`` writes the same for scripts. A
 record that cannot be read or replayed is named with its reason and left out; the others are counted.
 """
@@ -47,6 +48,10 @@ def register(subparsers: Any) -> None:
                    help="record files, or folders whose *.json records are all read")
     p.add_argument("--by", choices=[g.value for g in GroupBy], default=GroupBy.PROFILE.value,
                    help="group by the players' names (profiles) or by colour (default %(default)s)")
+    p.add_argument("--beliefs", action="store_true",
+                   help="also replay both sides' belief models: for every attack of a marshal or general on an "
+                   "unshown piece that never moved, the P(bomb) its side believed against what was found "
+                   "(about a millisecond a ply)")
     p.add_argument("--json", metavar="FILE", nargs="?", const="-",
                    help="write the counts and every game's findings as JSON to FILE (to stdout without FILE, "
                    "in place of the tables)")
@@ -71,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
     failures: dict[str, str] = {}
     for path in paths:
         try:
-            games.append(analyse_record(GameRecord.load(path)))
+            games.append(analyse_record(GameRecord.load(path), beliefs=args.beliefs))
         except (OSError, ValueError, KeyError, TypeError) as exc:  # ReplayError is a ValueError
             failures[str(path)] = str(exc)
             console.print(f"[red]{path}: {exc}[/red]", highlight=False, soft_wrap=True)
@@ -111,6 +116,27 @@ def print_tables(console: Console, games: list[GameAnalysis], by: GroupBy) -> No
                       f"of {group.tracked_pieces}; {headline(group)}", highlight=False, soft_wrap=True)
     console.print(flags_table(groups))
     console.print(chases_table(groups))
+    if any(group.risks is not None for group in groups.values()):
+        console.print(risks_table(groups))
+
+
+def risks_table(groups: dict[str, GroupSummary]) -> Table:
+    table = Table(title="Marshals' and generals' attacks on unshown pieces that never moved, against the beliefs",
+                  caption="believed: the attacker's side's mean P(bomb) just before the attack; found: the share "
+                  "that were bombs. Found well above believed: the beliefs under-rate bombs where it matters; "
+                  "about equal: the risks were taken knowingly")
+    for column in ("player", "attacks", "bombs expected", "bombs found", "flags expected", "flags found",
+                   "by believed P(bomb): n believed -> found"):
+        table.add_column(column, justify="left" if column.startswith(("player", "by")) else "right",
+                         no_wrap=column == "player")
+    for group in groups.values():
+        r = group.risks
+        if r is None:
+            continue
+        bins = "; ".join(f"{span}: {n} {p:.2f} -> {f:.2f}" for span, n, p, f in r.bin_rows()) or "-"
+        table.add_row(group.name, str(r.attacks), f"{r.expected_bombs:.1f}", str(r.bombs),
+                      f"{r.expected_flags:.1f}", str(r.flags), bins)
+    return table
 
 
 def headline(group: GroupSummary) -> str:

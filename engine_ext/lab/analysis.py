@@ -1,7 +1,8 @@
-"""What finished games say about each player: causes of loss (``causes``) and chases (``chases``), summed
-per profile or per colour. ``perspecto analyse`` prints it; ``summaries_json`` is its ``--json``.
+"""What finished games say about each player: causes of loss (``causes``), chases (``chases``) and, when
+asked, the high pieces' risky attacks against the beliefs (``risks``), summed per profile or per colour.
+``perspecto analyse`` prints it; ``summaries_json`` is its ``--json``.
 
-A record replays once (``game_events.walk``) with both observers. Groups: by profile, a game counts for
+A record replays once (``game_events.walk``) with its observers. Groups: by profile, a game counts for
 each of its two players under the name the record gives it (the lab names players after their profiles,
 ``perspecto``, ``pemm``, with ``-a`` / ``-b`` when one profile plays both sides: docs/lab.md); by side,
 under ``red`` and ``blue``.
@@ -18,7 +19,8 @@ from typing import Any
 
 from engine_ext.lab.causes import BACK_ROWS, TRACKED_RANKS, Cause, FlagFall, LossObserver, PieceFate
 from engine_ext.lab.chases import Chase, ChaseEnd, ChaseObserver
-from engine_ext.lab.game_events import walk
+from engine_ext.lab.game_events import Observer, walk
+from engine_ext.lab.risks import RiskObserver, RiskSummary, RiskyAttack
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord
 
@@ -39,19 +41,23 @@ class GameAnalysis:
     fates: list[PieceFate]
     flags: list[FlagFall]
     chases: list[Chase]
+    risks: list[RiskyAttack] | None = None  # with ``beliefs``: the marshals' and generals' risky attacks
 
     def group(self, side: Side, by: GroupBy) -> str:
         return self.players[side] if by is GroupBy.PROFILE else str(side)
 
 
-def analyse_record(record: GameRecord) -> GameAnalysis:
-    """Replay one record; raises ``ReplayError`` for a record the rules refuse."""
+def analyse_record(record: GameRecord, *, beliefs: bool = False) -> GameAnalysis:
+    """Replay one record; raises ``ReplayError`` for a record the rules refuse. ``beliefs``: also replay
+    both sides' belief models and record the risky attacks of marshals and generals (``risks``)."""
     losses, chases = LossObserver(), ChaseObserver()
-    walk(record, [losses, chases])
+    risks = RiskObserver() if beliefs else None
+    observers: list[Observer] = [losses, chases] if risks is None else [losses, chases, risks]
+    walk(record, observers)
     return GameAnalysis(
         game_id=record.game_id, players={Side.RED: record.red.name, Side.BLUE: record.blue.name},
         result=record.result, plies=len(record.moves), fates=losses.fates, flags=losses.flags,
-        chases=chases.chases,
+        chases=chases.chases, risks=risks.attacks if risks is not None else None,
     )
 
 
@@ -174,6 +180,7 @@ class GroupSummary:
     ranks: dict[Rank, RankSummary] = field(default_factory=lambda: {r: RankSummary() for r in TRACKED_RANKS})
     flags: FlagSummary = field(default_factory=FlagSummary)
     chases: ChaseSummary = field(default_factory=ChaseSummary)
+    risks: RiskSummary | None = None  # only when the games were analysed with their beliefs
 
     @property
     def lost_to_bomb_or_spy(self) -> int:
@@ -189,6 +196,7 @@ class GroupSummary:
             "games": self.games, "lost_to_bomb_or_spy": self.lost_to_bomb_or_spy,
             "ranks": {rank.label: s.to_json() for rank, s in self.ranks.items()},
             "flags": self.flags.to_json(), "chases": self.chases.to_json(),
+            **({"risks": self.risks.to_json()} if self.risks is not None else {}),
         }
 
 
@@ -209,6 +217,11 @@ def summarise(games: Iterable[GameAnalysis], by: GroupBy = GroupBy.PROFILE) -> d
             for chase in game.chases:
                 if chase.side == side:
                     group.chases.add(chase)
+            if game.risks is not None:
+                group.risks = group.risks or RiskSummary()
+                for attack in game.risks:
+                    if attack.side == side:
+                        group.risks.add(attack)
     return groups
 
 
@@ -228,6 +241,9 @@ def game_json(game: GameAnalysis) -> dict[str, Any]:
         "chases": [{"side": str(c.side), "chaser": c.chaser_rank.label, "chased": c.chased_rank.label,
                     "start_ply": c.start_ply, "end_ply": c.end_ply, "length": c.length, "end": c.end.value}
                    for c in game.chases],
+        **({"risks": [{"side": str(r.side), "rank": r.rank.label, "ply": r.ply, "p_bomb": round(r.p_bomb, 4),
+                       "p_flag": round(r.p_flag, 4), "found": r.found.label} for r in game.risks]}
+           if game.risks is not None else {}),
     }
 
 
