@@ -51,7 +51,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--beliefs", action="store_true",
                    help="also replay both sides' belief models: for every attack of a marshal or general on an "
                    "unshown piece that never moved, the P(bomb) its side believed against what was found "
-                   "(about a millisecond a ply)")
+                   "(about a third more time)")
     p.add_argument("--json", metavar="FILE", nargs="?", const="-",
                    help="write the counts and every game's findings as JSON to FILE (to stdout without FILE, "
                    "in place of the tables)")

@@ -10,8 +10,9 @@ piece's P(bomb) and P(flag) in the attacker's beliefs just before the attack, an
 Summed over many attacks (``RiskSummary``) this is a calibration check on exactly the pieces the engine
 chose to hit: when the bombs found are about the sum of the believed P(bomb), the losses are risks taken
 knowingly (the evaluation's business); when many more are found, the beliefs under-rate bombs where it
-matters (the model's business). Replaying two belief models costs about a millisecond a ply, so the
-command runs this only when asked (``--beliefs``).
+matters (the model's business). The models are brought up to date every ply but build a matrix only for
+an attack (some 25 us a ply in all); the command still runs this only when asked (``--beliefs``), since
+it answers a question about the beliefs, not about the game.
 """
 
 from __future__ import annotations
