@@ -273,7 +273,7 @@ def test_a_risky_attack_records_what_the_attacker_s_side_believed_just_before_it
         assert 0.0 < risk.p_bomb < 1.0
     assert analyse_record(record).risks is None  # only when asked
     summary = summarise([analyse_record(record, beliefs=True)])["perspecto"].risks
-    assert summary is not None and summary.attacks == 2 and summary.bombs == 1
+    assert summary is not None and summary.count == 2 and summary.bombs == 1
     assert summary.expected_bombs == pytest.approx(sum(r.p_bomb for r in risks))
     assert sum(n for _span, n, _p, _f in summary.bin_rows()) == 2
     assert summarise([analyse_record(record, beliefs=True)])["pemm"].risks is not None  # counted, if empty

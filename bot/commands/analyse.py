@@ -134,7 +134,7 @@ def risks_table(groups: dict[str, GroupSummary]) -> Table:
         if r is None:
             continue
         bins = "; ".join(f"{span}: {n} {p:.2f} -> {f:.2f}" for span, n, p, f in r.bin_rows()) or "-"
-        table.add_row(group.name, str(r.attacks), f"{r.expected_bombs:.1f}", str(r.bombs),
+        table.add_row(group.name, str(r.count), f"{r.expected_bombs:.1f}", str(r.bombs),
                       f"{r.expected_flags:.1f}", str(r.flags), bins)
     return table
 

@@ -218,7 +218,8 @@ def summarise(games: Iterable[GameAnalysis], by: GroupBy = GroupBy.PROFILE) -> d
                 if chase.side == side:
                     group.chases.add(chase)
             if game.risks is not None:
-                group.risks = group.risks or RiskSummary()
+                if group.risks is None:
+                    group.risks = RiskSummary()
                 for attack in game.risks:
                     if attack.side == side:
                         group.risks.add(attack)

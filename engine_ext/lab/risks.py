@@ -17,6 +17,7 @@ it answers a question about the beliefs, not about the game.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,40 +73,49 @@ class RiskObserver:
 
 @dataclass
 class RiskSummary:
-    """A group's risky attacks: how many, what the beliefs expected, what was found, by believed P(bomb)."""
+    """A group's risky attacks; the counts, what the beliefs expected and the bins are read off them."""
 
-    attacks: int = 0
-    expected_bombs: float = 0.0  # the sum of the believed P(bomb)
-    bombs: int = 0
-    expected_flags: float = 0.0
-    flags: int = 0
-    bins: list[list[float]] = field(default_factory=lambda: [[0, 0.0, 0] for _ in BINS])  # n, sum p, bombs
+    attacks: list[RiskyAttack] = field(default_factory=list)
 
     def add(self, attack: RiskyAttack) -> None:
-        self.attacks += 1
-        self.expected_bombs += attack.p_bomb
-        self.bombs += attack.was_bomb
-        self.expected_flags += attack.p_flag
-        self.flags += attack.found == Rank.FLAG
-        index = next(i for i, edge in enumerate(BINS) if attack.p_bomb < edge or edge == BINS[-1])
-        cell = self.bins[index]
-        cell[0] += 1
-        cell[1] += attack.p_bomb
-        cell[2] += attack.was_bomb
+        self.attacks.append(attack)
+
+    @property
+    def count(self) -> int:
+        return len(self.attacks)
+
+    @property
+    def expected_bombs(self) -> float:
+        """The sum of the believed P(bomb)."""
+        return sum(a.p_bomb for a in self.attacks)
+
+    @property
+    def bombs(self) -> int:
+        return sum(a.was_bomb for a in self.attacks)
+
+    @property
+    def expected_flags(self) -> float:
+        return sum(a.p_flag for a in self.attacks)
+
+    @property
+    def flags(self) -> int:
+        return sum(a.found == Rank.FLAG for a in self.attacks)
 
     def bin_rows(self) -> list[tuple[str, int, float, float]]:
-        """(range, attacks, mean believed P(bomb), share found bombs) for each non-empty bin."""
+        """(range, attacks, mean believed P(bomb), share found bombs) for each non-empty bin of ``BINS``."""
+        cells: list[list[RiskyAttack]] = [[] for _ in BINS]
+        for attack in self.attacks:
+            cells[bisect_right(BINS[:-1], attack.p_bomb)].append(attack)
         rows = []
-        low = 0.0
-        for edge, (n, total, bombs) in zip(BINS, self.bins, strict=True):
-            if n:
-                rows.append((f"{low:.1f}-{edge:.1f}", int(n), total / n, bombs / n))
-            low = edge
+        for low, edge, cell in zip((0.0, *BINS[:-1]), BINS, cells, strict=True):
+            if cell:
+                rows.append((f"{low:.1f}-{edge:.1f}", len(cell), sum(a.p_bomb for a in cell) / len(cell),
+                             sum(a.was_bomb for a in cell) / len(cell)))
         return rows
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "attacks": self.attacks, "expected_bombs": round(self.expected_bombs, 3), "bombs": self.bombs,
+            "attacks": self.count, "expected_bombs": round(self.expected_bombs, 3), "bombs": self.bombs,
             "expected_flags": round(self.expected_flags, 3), "flags": self.flags,
             "bins": [{"p_bomb": r, "attacks": n, "believed": round(p, 4), "found": round(f, 4)}
                      for r, n, p, f in self.bin_rows()],
