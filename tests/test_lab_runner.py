@@ -25,7 +25,7 @@ from engine_ext.lab.runner import (
     sprt_line,
 )
 from engine_ext.lab.schedule import build_matches, pairings
-from engine_ext.lab.sprt import SprtSpec
+from engine_ext.lab.sprt import ALIKE_SAMPLES_FOR_VERDICT, SprtSpec
 from engine_ext.lab.stats import Pentanomial
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
@@ -168,12 +168,13 @@ def test_the_sprt_stops_the_match_at_the_pair_that_decides_it() -> None:
 
 
 def test_an_sprt_run_keeps_exactly_the_games_it_counted(tmp_path: Path) -> None:
-    # Random movers that cannot finish in 30 plies draw every game: the test accepts H0 after a few pairs.
+    # Random movers that cannot finish in 30 plies draw every game: every pair alike, so the test accepts
+    # H0 once a hundred pairs show no spread (engine_ext/lab/sprt.py), not before, and plays no more.
     counted = {}
     for name, concurrency in (("one", 1), ("two", 2)):
-        match = random_match(tmp_path / name, pairs=100, move_limit=30, sprt=SprtSpec(0, 10))
+        match = random_match(tmp_path / name, pairs=150, move_limit=30, sprt=SprtSpec(0, 10))
         run_matches([match], concurrency=concurrency)
-        assert match.verdict == "H0" and match.consumed_pairs < 100
+        assert match.verdict == "H0" and match.consumed_pairs == ALIKE_SAMPLES_FOR_VERDICT
         assert len(list((tmp_path / name).glob("*.json"))) == len(match.games) == 2 * match.consumed_pairs
         counted[name] = (match.consumed_pairs, match.llr)
     assert counted["one"] == counted["two"]
@@ -293,3 +294,21 @@ def test_without_a_terminal_the_progress_is_a_status_line_every_few_games() -> N
     assert lines[1].startswith("random-a vs random-b: 4 games played, 4 counted: W 2 D 1 L 1  Elo ")
     assert f"LLR {match.llr:+.2f} [-2.94, 2.94]" in lines[1]
     assert elo_text(match.elo()).startswith("+") and result_table([match]).row_count == 1
+
+
+def test_a_bound_passed_before_the_pairs_show_their_spread_is_no_verdict_and_the_status_says_so() -> None:
+    """Ten self-play pairs that each split 1-1 (the change altered no result yet) put the LLR far below
+    the lower bound; the match plays on, and its status line says why there is no verdict."""
+    from bot.commands.lab_view import status
+
+    match = random_match(None, pairs=30, sprt=SprtSpec(0, 25))
+    for index in range(20):
+        match.add(outcome(index, 1.0 if index % 2 == 0 else 0.0))
+    assert match.llr < match.sprt.lower and match.verdict is None and not match.done
+    assert status(match).endswith("(no verdict yet: 0 of 10 pairs off the commonest result)")
+    for index in range(20, 40):  # ten pairs that the first engine wins 2-0 show the spread ...
+        match.add(outcome(index, 1.0))
+    assert match.pentanomial.counts == (0, 0, 10, 0, 10)
+    # ... and with it seen, the ratio no longer says H0: it is between the bounds, and the test plays on.
+    assert match.sprt.lower < match.llr < match.sprt.upper and match.verdict is None
+    assert "no verdict yet" not in status(match)

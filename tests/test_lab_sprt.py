@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from scipy.optimize import brentq
 
 from engine_ext.lab.sprt import (
-    MIN_SAMPLES_FOR_VERDICT,
+    ALIKE_SAMPLES_FOR_VERDICT,
+    MIN_VARIED_SAMPLES,
     SprtSpec,
     acceptance_probability,
     expected_games,
@@ -22,6 +23,8 @@ from engine_ext.lab.sprt import (
     llr_pentanomial,
     llr_trinomial,
     sprt_verdict,
+    varied_samples,
+    verdict_allowed,
 )
 from engine_ext.lab.stats import GAME_SCORES, PAIR_SCORES, Pentanomial, Trinomial, elo_to_score, score_to_elo
 
@@ -118,7 +121,7 @@ def test_first_games_won_do_not_end_the_test() -> None:
     for wins in (1, 2, 5):
         llr = llr_trinomial(Trinomial(wins, 0, 0), spec)
         assert 0 < llr < 0.2 * wins
-        assert sprt_verdict(llr, spec, samples=MIN_SAMPLES_FOR_VERDICT) is None  # on the bound's side, not past it
+        assert sprt_verdict(llr, spec, (MIN_VARIED_SAMPLES, 0, MIN_VARIED_SAMPLES)) is None  # on the bound's side
     assert math.isfinite(llr_trinomial(Trinomial(0, 7, 0), SprtSpec(-10, 0)))  # m = s1 with v = 0
 
 
@@ -187,13 +190,15 @@ def test_llr_counts_must_match_the_values() -> None:
 
 def test_verdict_at_the_bounds() -> None:
     spec = SprtSpec(0, 10)
-    n = MIN_SAMPLES_FOR_VERDICT
-    assert sprt_verdict(spec.upper, spec, samples=n) == "H1"
-    assert sprt_verdict(spec.upper - 1e-9, spec, samples=n) is None
-    assert sprt_verdict(0.0, spec, samples=n) is None
-    assert sprt_verdict(spec.lower + 1e-9, spec, samples=n) is None
-    assert sprt_verdict(spec.lower, spec, samples=n) == "H0"
-    assert sprt_verdict(-100.0, spec, samples=n) == "H0"
+    varied = (5, 0, 0, 0, 5)  # ten pairs, five off the commonest class ...
+    spread = (MIN_VARIED_SAMPLES, 0, 0, 0, MIN_VARIED_SAMPLES)  # ... and enough to believe their spread
+    assert sprt_verdict(spec.upper, spec, varied) is None
+    assert sprt_verdict(spec.upper, spec, spread) == "H1"
+    assert sprt_verdict(spec.upper - 1e-9, spec, spread) is None
+    assert sprt_verdict(0.0, spec, spread) is None
+    assert sprt_verdict(spec.lower + 1e-9, spec, spread) is None
+    assert sprt_verdict(spec.lower, spec, spread) == "H0"
+    assert sprt_verdict(-100.0, spec, spread) == "H0"
 
 
 def test_a_handful_of_pairs_without_spread_decides_nothing() -> None:
@@ -202,9 +207,26 @@ def test_a_handful_of_pairs_without_spread_decides_nothing() -> None:
     spec = SprtSpec(0, 25)
     split = Pentanomial((0, 0, 3, 0, 0))
     assert llr_pentanomial(split, spec) <= spec.lower  # what the ratio says ...
-    assert sprt_verdict(llr_pentanomial(split, spec), spec, samples=split.pairs) is None  # ... is not a verdict
+    assert sprt_verdict(llr_pentanomial(split, spec), spec, split.counts) is None  # ... is not a verdict
+
+
+def test_pairs_played_alike_decide_nothing_until_the_spread_shows() -> None:
+    """A change that alters few games plays most self-play pairs exactly as the baseline, and each such
+    pair splits 1-1: ten of them gave "H0 accepted" at LLR -15.4 before any game the change decided was
+    seen (issue 23). The verdict waits for ten pairs off the commonest class, or a hundred in all."""
+    spec = SprtSpec(0, 25)
     ten = Pentanomial((0, 0, 10, 0, 0))
-    assert sprt_verdict(llr_pentanomial(ten, spec), spec, samples=ten.pairs) == "H0"
+    assert llr_pentanomial(ten, spec) < -15  # what the ratio says ...
+    assert sprt_verdict(llr_pentanomial(ten, spec), spec, ten.counts) is None  # ... is not a verdict yet
+    nine_off = Pentanomial((0, 0, 40, MIN_VARIED_SAMPLES - 1, 0))
+    assert varied_samples(nine_off.counts) == MIN_VARIED_SAMPLES - 1
+    assert sprt_verdict(llr_pentanomial(nine_off, spec), spec, nine_off.counts) is None
+    ten_off = Pentanomial((0, 2, 40, MIN_VARIED_SAMPLES - 3, 1))
+    assert varied_samples(ten_off.counts) == MIN_VARIED_SAMPLES
+    assert sprt_verdict(spec.lower, spec, ten_off.counts) == "H0"
+    alike = Pentanomial((0, 0, ALIKE_SAMPLES_FOR_VERDICT, 0, 0))
+    assert sprt_verdict(llr_pentanomial(alike, spec), spec, alike.counts) == "H0"
+    assert sprt_verdict(-100.0, spec, (0, 0, ALIKE_SAMPLES_FOR_VERDICT - 1, 0, 0)) is None
 
 
 # ---------------------------------------------------------------- simulated tests
@@ -228,11 +250,11 @@ def _run_sprt(
         outcomes = rng.choice(len(values), size=size, p=probabilities)
         running = totals + np.cumsum(np.eye(len(values))[outcomes], axis=0)
         llr = llr_from_counts(running, values, spec)
-        counted = done + 1 + np.arange(size)  # samples behind each LLR
-        crossed = np.flatnonzero(((llr >= spec.upper) | (llr <= spec.lower)) & (counted >= MIN_SAMPLES_FOR_VERDICT))
+        crossed = np.flatnonzero(((llr >= spec.upper) | (llr <= spec.lower)) & verdict_allowed(running))
         if crossed.size:
             first = int(crossed[0])
-            return sprt_verdict(float(llr[first]), spec, samples=done + first + 1), done + first + 1
+            counts = [int(c) for c in running[first]]
+            return sprt_verdict(float(llr[first]), spec, counts), done + first + 1
         totals, done = running[-1], done + size
     return None, done
 
@@ -283,12 +305,13 @@ def test_sprt_error_rate_at_elo1_is_beta() -> None:
 
 def _first_crossing(classes: npt.NDArray[np.int_], values: tuple[float, ...], spec: SprtSpec) -> tuple[str | None, int]:
     """The verdict and length of an SPRT over this whole stream of result classes (None: no verdict in it)."""
-    llr = llr_from_counts(np.cumsum(np.eye(len(values))[classes], axis=0), values, spec)
-    counted = 1 + np.arange(len(classes))  # samples behind each LLR
-    crossed = np.flatnonzero(((llr >= spec.upper) | (llr <= spec.lower)) & (counted >= MIN_SAMPLES_FOR_VERDICT))
+    running = np.cumsum(np.eye(len(values))[classes], axis=0)
+    llr = llr_from_counts(running, values, spec)
+    crossed = np.flatnonzero(((llr >= spec.upper) | (llr <= spec.lower)) & verdict_allowed(running))
     if not crossed.size:
         return None, len(classes)
-    return sprt_verdict(float(llr[crossed[0]]), spec, samples=int(crossed[0]) + 1), int(crossed[0]) + 1
+    counts = [int(c) for c in running[crossed[0]]]
+    return sprt_verdict(float(llr[crossed[0]]), spec, counts), int(crossed[0]) + 1
 
 
 def _lucky_pairs(

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -43,12 +44,18 @@ from engine_ext.lab.stats import GAME_SCORES, PAIR_SCORES, Pentanomial, Trinomia
 
 # The weight an empty result class gets in the ratio (fishtest's regularisation).
 EMPTY_CLASS_WEIGHT = 1e-3
-# No verdict on fewer samples (pairs, or games for single-game counts). The GSPRT estimates the results'
-# spread from the sample itself, and a handful of samples may have almost none: three colour-swapped pairs
+# No verdict while fewer than this many samples (pairs, or games for single-game counts) lie outside the
+# commonest result class, unless there are ``ALIKE_SAMPLES_FOR_VERDICT`` in all. The GSPRT estimates the
+# results' spread from the sample itself, and a sample may show almost none: three colour-swapped pairs
 # that each split 1-1 have variance ~2e-4 (the empty classes' weight alone), and the ratio says H0 at
-# LLR -2.97 against elo1 = 25 after six games, which no one should believe. Ten samples bound that
-# (a sample of ten alike is itself evidence) at a cost of at most twenty games of a test's length.
-MIN_SAMPLES_FOR_VERDICT = 10
+# LLR -2.97 against elo1 = 25 after six games (a change that then won by +78 Elo). A change that alters
+# only some games (an endgame setting) plays most pairs exactly as the baseline does, and a self-play pair
+# played twice alike splits 1-1: ten such pairs gave "H0 accepted" at LLR -15.4 after twenty games
+# (issue 23, a global search near the end of the game), before any game the change decided had been
+# seen. The spread has to be seen before it is believed; a hundred samples alike are a verdict of their
+# own (the change alters fewer than about 3 % of them).
+MIN_VARIED_SAMPLES = 10
+ALIKE_SAMPLES_FOR_VERDICT = 100
 
 _SPEC_KEYS = ("elo0", "elo1", "alpha", "beta")
 
@@ -149,10 +156,26 @@ def llr_pentanomial(p: Pentanomial, spec: SprtSpec) -> float:
     return float(llr_from_counts(p.counts, PAIR_SCORES, spec))
 
 
-def sprt_verdict(llr: float, spec: SprtSpec, *, samples: int) -> Literal["H0", "H1"] | None:
+def varied_samples(counts: Sequence[int]) -> int:
+    """The samples outside the commonest result class (pairs or games counted by class)."""
+    return sum(counts) - max(counts, default=0)
+
+
+def verdict_allowed(counts: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+    """Whether samples counted by result class (the classes on the last axis, any leading axes) may carry
+    a verdict: at least ``MIN_VARIED_SAMPLES`` outside the commonest class, or
+    ``ALIKE_SAMPLES_FOR_VERDICT`` in all."""
+    n = np.asarray(counts, dtype=np.int64)
+    samples = n.sum(axis=-1)
+    varied = samples - n.max(axis=-1, initial=0)
+    return np.asarray((varied >= MIN_VARIED_SAMPLES) | (samples >= ALIKE_SAMPLES_FOR_VERDICT))
+
+
+def sprt_verdict(llr: float, spec: SprtSpec, counts: Sequence[int]) -> Literal["H0", "H1"] | None:
     """"H1" at or above the upper bound, "H0" at or below the lower one, else None (play on); None too
-    while the LLR rests on fewer than ``MIN_SAMPLES_FOR_VERDICT`` samples (pairs or games)."""
-    if samples < MIN_SAMPLES_FOR_VERDICT:
+    while ``verdict_allowed`` says the samples cannot carry one. ``counts``: the samples by result class
+    (``Pentanomial.counts`` or ``Trinomial.counts``)."""
+    if not verdict_allowed(counts):
         return None
     if llr >= spec.upper:
         return "H1"
