@@ -44,7 +44,7 @@ def status(match: Match) -> str:
             text += f" {match.verdict}"
         elif not match.sprt.lower < match.llr < match.sprt.upper:
             # Past a bound without a verdict: the pairs have not shown their spread yet (engine_ext/lab/sprt.py).
-            varied = varied_samples(match.pentanomial.counts)
+            varied = int(varied_samples(match.pentanomial.counts))
             text += f" (no verdict yet: {varied} of {MIN_VARIED_SAMPLES} pairs off the commonest result)"
     return text
 

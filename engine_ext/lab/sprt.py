@@ -156,19 +156,18 @@ def llr_pentanomial(p: Pentanomial, spec: SprtSpec) -> float:
     return float(llr_from_counts(p.counts, PAIR_SCORES, spec))
 
 
-def varied_samples(counts: Sequence[int]) -> int:
-    """The samples outside the commonest result class (pairs or games counted by class)."""
-    return sum(counts) - max(counts, default=0)
+def varied_samples(counts: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """The samples outside the commonest result class, for samples counted by class (the classes on the
+    last axis, any leading axes: e.g. the running counts of a whole match)."""
+    n = np.asarray(counts, dtype=np.int64)
+    return np.asarray(n.sum(axis=-1) - n.max(axis=-1, initial=0), dtype=np.int64)
 
 
 def verdict_allowed(counts: npt.ArrayLike) -> npt.NDArray[np.bool_]:
-    """Whether samples counted by result class (the classes on the last axis, any leading axes) may carry
-    a verdict: at least ``MIN_VARIED_SAMPLES`` outside the commonest class, or
-    ``ALIKE_SAMPLES_FOR_VERDICT`` in all."""
-    n = np.asarray(counts, dtype=np.int64)
-    samples = n.sum(axis=-1)
-    varied = samples - n.max(axis=-1, initial=0)
-    return np.asarray((varied >= MIN_VARIED_SAMPLES) | (samples >= ALIKE_SAMPLES_FOR_VERDICT))
+    """Whether samples counted by result class (as ``varied_samples`` takes them) may carry a verdict: at
+    least ``MIN_VARIED_SAMPLES`` outside the commonest class, or ``ALIKE_SAMPLES_FOR_VERDICT`` in all."""
+    samples = np.asarray(counts, dtype=np.int64).sum(axis=-1)
+    return np.asarray((varied_samples(counts) >= MIN_VARIED_SAMPLES) | (samples >= ALIKE_SAMPLES_FOR_VERDICT))
 
 
 def sprt_verdict(llr: float, spec: SprtSpec, counts: Sequence[int]) -> Literal["H0", "H1"] | None:
