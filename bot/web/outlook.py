@@ -13,11 +13,11 @@ the difference, ``d = (red - blue) / (red + blue)`` (from -1 to 1), goes through
 
     P(red wins) = 1 / (1 + exp(-STEEPNESS * d))
 
-With ``STEEPNESS`` 6, losing the marshal with all else equal (``d`` about -0.06 on the classic board) is
-40 %, a quarter of the army down 17 %, half of it 4 %. A game the rules ended (the flag taken, a side
-with no move) stands at 1 or 0 for its winner, 0.5 for a draw by no movable pieces. It is an estimate for
-spectators, the same for all engines and rulesets, and hides nothing: a viewer of the referee's view sees
-every piece it counts.
+With ``STEEPNESS`` 8, losing the marshal with all else equal (``d`` about -0.05 on the classic board) is
+40 %, a quarter of the army (by value) down 24 %, half of it 6.5 % (tests/test_web_outlook.py). A game the
+rules ended (the flag taken, a side with no move) stands at 1 or 0 for its winner, 0.5 for a draw (no
+movable pieces, the move limit). It is an estimate for spectators, the same for all engines and rulesets,
+and hides nothing: a viewer of the referee's view sees every piece it counts.
 """
 
 from __future__ import annotations
