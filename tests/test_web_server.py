@@ -18,11 +18,12 @@ from yarl import URL
 
 from bot.host.referee import GameEnded, GameResult, GameStarted, MovePlayed
 from bot.web.feed import GameFeed, Listener, RecordsFolder
+from bot.web.outlook import red_chance
 from bot.web.server import web_app
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
 from engine_ext.rules.replay import replay_positions
-from tests.web_records import random_record
+from tests.web_records import random_record, replayed
 
 
 @pytest.fixture
@@ -112,6 +113,9 @@ async def test_a_live_game_on_the_api_and_the_websocket(feed_and_client: Any) ->
             assert message["move"]["notation"] == record.moves[ply - 1].notation()
             assert message["clock"]["to_move"] == str(played.side.other)
         assert message["clock"]["think"] == {"red": 1.0, "blue": 0.5}
+        # Each side's clock at this ply, from the host's seconds; red's chances on the referee's board.
+        assert message["move"]["took"] == 0.5 and message["move"]["used"] == {"red": 1.0, "blue": 0.5}
+        assert message["move"]["outlook"] == red_chance(replayed(record, 3))
 
         doc = await (await client.get(f"/api/games/{record.game_id}")).json()
         assert [m["move"] for m in doc["moves"]] == [m.move for m in record.moves[:3]]
