@@ -385,7 +385,8 @@ def pv(*moves: str) -> list[dict[str, str]]:
 async def test_replay_opens_the_newest_record_by_itself_and_draws_its_lines(tmp_path: Path) -> None:
     """``perspecto replay FOLDER --web`` (no live game): the page opens the newest finished game by itself;
     a line of several moves is drawn as arrows, sides taking turns, and the last ply shows the rest of the
-    last mover's line; a record's clocks are the times its bots gave."""
+    last mover's line; a record's clocks are the times its bots gave; a record the rules refuse shows why,
+    and no board."""
     folder = tmp_path / "records"
     folder.mkdir()
     for n, started in enumerate(("2026-11-25T12:00:00Z", "2026-11-26T09:30:00Z", "2026-11-24T18:00:00Z")):
@@ -397,6 +398,9 @@ async def test_replay_opens_the_newest_record_by_itself_and_draws_its_lines(tmp_
             record.moves[29].info = {"time": 0.5, "pv": pv(moves[29], moves[27], moves[28])}
             newest = record
         record.save(folder / f"game-{n}.json")
+    broken = random_record(9, plies=20, game_id="broken")
+    broken.moves[4].move = "A1-A2"  # red's back row: not a legal move there
+    broken.save(folder / "broken.json")
     with open(tmp_path / "replay.log", "wb") as log:
         processes = Processes(log)
         try:
@@ -409,13 +413,15 @@ async def test_replay_opens_the_newest_record_by_itself_and_draws_its_lines(tmp_
             async with playwright.async_playwright() as pw:
                 browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
                 page = await browser.new_page(viewport={"width": 1280, "height": 900})
+                errors: list[str] = []
+                page.on("pageerror", lambda exc: errors.append(str(exc)))
                 await page.goto(m.group(1))
                 await page.wait_for_selector("#game:not([hidden]) #board .sq", timeout=30_000)
                 assert await page.get_attribute("#finished-games li.selected", "data-game") == "game-1"
                 assert (await page.text_content("#status") or "").startswith("game-1 (record game-1.json)")
                 assert await shown_ply(page) == 0  # a finished game opens at its setups
                 listing = await page.evaluate("fetch('/api/games').then(r => r.text())")
-                assert str(tmp_path) not in listing and len(json.loads(listing)["games"]) == 3
+                assert str(tmp_path) not in listing and len(json.loads(listing)["games"]) == 4
 
                 side, other = newest.moves[5].side, newest.moves[6].side
                 await page.locator("#seek").fill("5")
@@ -430,6 +436,12 @@ async def test_replay_opens_the_newest_record_by_itself_and_draws_its_lines(tmp_
                 assert await arrows(page) == expected_line(newest, 30) == [
                     (reply, *newest.moves[27].move.split("-")), (last, *newest.moves[28].move.split("-"))]
                 assert (await clocks(page))[2] == {side: 0.75, other: 0.0, last: 0.5 + (0.75 if last == side else 0)}
+
+                await page.click("#finished-games li[data-game=broken]")
+                await page.wait_for_selector("#error:not([hidden])")
+                assert "ply 5" in (await page.text_content("#error") or "")
+                assert await page.locator(".board-wrap").is_hidden() and await page.locator("#graph").is_hidden()
+                assert not errors, errors
                 await browser.close()
         finally:
             await processes.stop()

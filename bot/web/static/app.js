@@ -458,7 +458,7 @@ function renderControls() {
 function renderGame() {
   $("empty").hidden = true;
   $("game").hidden = false;
-  document.querySelector(".board-column").classList.toggle("no-board", !state.doc.board);
+  $("game").classList.toggle("no-board", !state.doc.board);  // nothing but who played and why there is no board
   renderHead();
   showError(state.doc.error || "");
   const playable = Boolean(state.doc.board);
