@@ -383,7 +383,8 @@ def pv(*moves: str) -> list[dict[str, str]]:
 
 
 async def test_replay_opens_the_newest_record_by_itself_and_draws_its_lines(tmp_path: Path) -> None:
-    """``perspecto replay FOLDER --web`` (no live game): the page opens the newest finished game by itself;
+    """``perspecto replay FOLDER --web`` (no live game): the page opens the newest finished game by itself,
+    and a newer one when it appears;
     a line of several moves is drawn as arrows, sides taking turns, and the last ply shows the rest of the
     last mover's line; a record's clocks are the times its bots gave; a record the rules refuse shows why,
     and no board."""
@@ -422,6 +423,15 @@ async def test_replay_opens_the_newest_record_by_itself_and_draws_its_lines(tmp_
                 assert await shown_ply(page) == 0  # a finished game opens at its setups
                 listing = await page.evaluate("fetch('/api/games').then(r => r.text())")
                 assert str(tmp_path) not in listing and len(json.loads(listing)["games"]) == 4
+
+                # A newer record (the lab writes one per game): the game the page opened by itself gives way.
+                later = random_record(4, plies=10, game_id="game-4")
+                later.started = "2026-11-27T08:00:00Z"
+                later.save(folder / "game-4.json")
+                await page.wait_for_function(
+                    "document.querySelector('#status').textContent.startsWith('game-4 ')", timeout=15_000)
+                await page.click("#finished-games li[data-game=game-1]")  # chosen: it stays
+                await page.wait_for_function("document.querySelector('#status').textContent.startsWith('game-1 ')")
 
                 side, other = newest.moves[5].side, newest.moves[6].side
                 await page.locator("#seek").fill("5")

@@ -103,16 +103,14 @@ function gameToWatch() {
   return (games.find((g) => g.status === "live") || games[0] || null)?.id ?? null;
 }
 
-// Open a game by itself when none is open; replace one it opened (never one the viewer chose) when that
-// one is over and another is live.
+// Open a game by itself when none is open. A game it opened (not one the viewer chose, nor one they have
+// stepped through) gives way, once it is over, to the one to watch now: the next live game on a host, the
+// newest record in a folder the lab fills.
 function autoOpen() {
   if (state.loading) return;
   const id = gameToWatch();
   if (id === null) return;
-  if (state.doc) {
-    const next = state.games.get(id);
-    if (!state.auto || state.doc.status === "live" || state.doc.id === id || next.status !== "live") return;
-  }
+  if (state.doc && (!state.auto || state.doc.status === "live" || state.doc.id === id)) return;
   openGame(id, { auto: true });
 }
 
@@ -357,7 +355,7 @@ function graphClick(event) {
   const svg = $("graph");
   const r = svg.getBoundingClientRect();
   const plies = state.doc.moves.length;
-  seek(Math.round(((event.clientX - r.left) / r.width) * plies));
+  browse(Math.round(((event.clientX - r.left) / r.width) * plies));
 }
 
 function infoText(info) {
@@ -393,7 +391,7 @@ function moveItem(move, index) {
   if (move.info) think.push(infoText(move.info));
   else if (move.seconds != null) think.push(seconds(move.seconds));
   if (think.length && think[0]) item.append(el("span", { class: "think", text: `  ${think.join(", ")}` }));
-  item.addEventListener("click", () => seek(index + 1));
+  item.addEventListener("click", () => browse(index + 1));
   return item;
 }
 
@@ -476,6 +474,12 @@ function renderGame() {
   renderInfo();
   renderGraph();
   renderClock();
+}
+
+// The viewer moving through the game: the page no longer replaces it by itself.
+function browse(ply) {
+  state.auto = false;
+  seek(ply);
 }
 
 function seek(ply) {
@@ -628,11 +632,11 @@ function connect() {
 // --- controls --------------------------------------------------------------------------------------------
 
 function wire() {
-  $("first").addEventListener("click", () => seek(0));
-  $("back").addEventListener("click", () => seek(state.ply - 1));
-  $("forward").addEventListener("click", () => seek(state.ply + 1));
-  $("last").addEventListener("click", () => seek(state.doc ? state.doc.moves.length : 0));
-  $("seek").addEventListener("input", (event) => seek(Number(event.target.value)));
+  $("first").addEventListener("click", () => browse(0));
+  $("back").addEventListener("click", () => browse(state.ply - 1));
+  $("forward").addEventListener("click", () => browse(state.ply + 1));
+  $("last").addEventListener("click", () => browse(state.doc ? state.doc.moves.length : 0));
+  $("seek").addEventListener("input", (event) => browse(Number(event.target.value)));
   $("graph").addEventListener("click", graphClick);
   window.addEventListener("resize", () => {
     if (state.doc && state.doc.board) {
@@ -642,7 +646,7 @@ function wire() {
   });
   $("follow").addEventListener("change", (event) => {
     state.follow = event.target.checked;
-    if (state.follow && state.doc) seek(state.doc.moves.length);
+    if (state.follow && state.doc) browse(state.doc.moves.length);
   });
   for (const button of document.querySelectorAll("button.view")) {
     button.addEventListener("click", () => {
@@ -656,8 +660,8 @@ function wire() {
   }
   document.addEventListener("keydown", (event) => {
     if (event.target instanceof HTMLInputElement && event.target.type !== "range") return;
-    if (event.key === "ArrowLeft") seek(state.ply - 1);
-    else if (event.key === "ArrowRight") seek(state.ply + 1);
+    if (event.key === "ArrowLeft") browse(state.ply - 1);
+    else if (event.key === "ArrowRight") browse(state.ply + 1);
   });
   setInterval(renderClock, 200);
 }
