@@ -5,7 +5,8 @@ WebSocket only sends; what a page writes to it is ignored. Routes:
 
 - ``/``: the page (bot/web/static/, plain HTML/CSS/JS shipped in the package, no CDN, no build step);
 - ``/api/games``: the games (in progress and finished) and the standings (a host's; null otherwise);
-- ``/api/games/{id}``: one game with its boards move by move (bot/web/timeline.py);
+- ``/api/games/{id}``: one game with its boards move by move (bot/web/timeline.py); an id that is not a
+  plain name (a path: a slash, "..", a leading dot, ...) is refused with 400 before anything is looked up;
 - ``/api/live``: a WebSocket of changes: ``{"type": "game"|"move"|"standings"|"removed", ...}``.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 import structlog
 from aiohttp import WSCloseCode, web
 
-from bot.web.feed import GameFeed
+from bot.web.feed import GameFeed, is_game_id
 from bot.web.options import DEFAULT_WEB_ADDRESS, parse_web_address
 
 log = structlog.get_logger()
@@ -39,9 +40,11 @@ async def _games(request: web.Request) -> web.Response:
 
 async def _game(request: web.Request) -> web.Response:
     feed, game_id = request.app[_FEED], request.match_info["game_id"]
+    if not is_game_id(game_id):
+        raise web.HTTPBadRequest(text="a game id is a plain name, not a path")
     doc = await feed.document(game_id)
     if doc is None:
-        raise web.HTTPNotFound(text=f"no game {game_id!r}")
+        raise web.HTTPNotFound(text=f"no game {game_id}")
     return web.json_response(doc)
 
 
