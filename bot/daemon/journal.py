@@ -359,10 +359,11 @@ class ResumableHandler:
 
     async def handle_notification(self, method: str, params: BaseModel) -> None:
         await self.gate.wait()
-        # A repeated gameOver must not close the journal, or reset the count, of the game after it.
-        repeated = isinstance(params, GameOverParams) and self.client.game_finished(params.game_id)
+        # A repeated gameOver, or one for a game this bot is not playing, must not close the journal, or
+        # reset the count, of the game it is playing (the client ignores it and logs it).
+        ends_game = isinstance(params, GameOverParams) and self.client.game_over_applies(params.game_id)
         await self.client.handle_notification(method, params)
-        if isinstance(params, GameOverParams) and not repeated:
+        if isinstance(params, GameOverParams) and ends_game:
             self.calls, self.last, self._resend = 0, None, None
             if self.journal is not None and self.journal.open:
                 self.journal.finish("over", params)
