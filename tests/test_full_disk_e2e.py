@@ -153,3 +153,19 @@ async def test_a_bot_with_a_damaged_store_moves_it_aside_and_plays_on(tmp_path: 
     assert len(list(state.glob("opponents.sqlite.corrupt-*"))) == 1
     with OpponentStore(state / "opponents.sqlite") as store:
         assert store.history("other").games == 2
+
+
+def test_a_match_plays_on_when_its_records_cannot_be_written(tmp_path: Path) -> None:
+    """``perspecto match --via-host``: the bots' logs and the records go under --records; neither is a reason
+    to stop (the bots' state folders are under it too)."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a folder should be")
+    run = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "match", "random", "random", "--via-host", "--games", "2", "--move-limit",
+         "60", "--seed", "5", "--records", str(blocker / "records")],
+        cwd=REPO, env={**os.environ, "COLUMNS": "200"}, capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "random-a vs random-b: 2 games" in run.stdout
+    assert "2 game record(s) not saved" in run.stdout
+    assert "Traceback" not in run.stderr
