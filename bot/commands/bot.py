@@ -15,7 +15,7 @@ from bot.daemon.client import BotClient
 from bot.daemon.health import health_path
 from bot.daemon.journal import GameJournal
 from bot.daemon.learning import OpponentMemory
-from bot.daemon.opponent_store import OpponentStore, store_path
+from bot.daemon.opponent_store import open_store, store_path
 from bot.daemon.runtime import run
 from bot.daemon.service import BotDaemon, Connector, DaemonOptions
 from bot.logging_setup import configure_logging
@@ -135,9 +135,11 @@ def main(args: argparse.Namespace) -> int:
         return 2
     state_dir = args.state_dir or settings.state.dir
     token = args.token or (settings.identity.token.get_secret_value() if settings.identity.token else None)
-    store = None if args.no_learn or not settings.state.learn else OpponentStore(store_path(state_dir))
+    # A damaged store is moved aside; one that cannot be opened (a full or read-only folder) is none: the bot
+    # plays on without it and says so (bot/daemon/opponent_store.py).
+    store, problem = (None, None) if args.no_learn or not settings.state.learn else open_store(store_path(state_dir))
     client = BotClient(profile, select_profile=None if forced else profiles.select, seed=args.seed,
-                       memory=OpponentMemory(store))
+                       memory=OpponentMemory(store, problem=problem))
     args.token = token
     args.max_reconnects = args.max_reconnects if args.max_reconnects is not None else conn.max_reconnects
     args.idle_timeout = args.idle_timeout or conn.idle_timeout

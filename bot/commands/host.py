@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from bot.commands.bot import DEFAULT_LINK_TIMEOUT, add_mqtt_arguments, mqtt_settings
@@ -73,6 +74,9 @@ def standings_table(results: list[GameResult]) -> Table:
     for name, t in standings(results).items():
         row = (t.games, t.wins, t.draws, t.losses, t.forfeits, t.adjourned, t.score)
         table.add_row(name, *(str(v) for v in row))
+    unsaved = [r for r in results if r.record_error]
+    if unsaved:  # the results above count them all the same
+        table.caption = f"[red]{len(unsaved)} game record(s) not saved: {escape(unsaved[-1].record_error or '')}[/red]"
     return table
 
 
@@ -98,9 +102,11 @@ def standings_document(run_id: str, results: Iterable[GameResult], *, final: boo
             {"game_id": r.game_id, "red": r.names[Side.RED], "blue": r.names[Side.BLUE],
              "winner": None if r.winner is None else str(r.winner), "reason": r.reason, "plies": r.plies,
              "scores": {"red": r.score(Side.RED), "blue": r.score(Side.BLUE)}, "detail": r.detail,
-             "record": None if r.record_path is None else str(r.record_path)}
+             "record": None if r.record_path is None else str(r.record_path), "record_error": r.record_error}
             for r in results
         ],
+        # What could not be written (a full or read-only records folder): the games count all the same.
+        "not_saved": [f"record of {r.game_id}: {r.record_error}" for r in results if r.record_error],
     }
 
 
@@ -256,13 +262,21 @@ async def _tournament(
         try:
             save_standings(saved_to, standings_document(host.run_id, host.results, final=final))
         except OSError as exc:  # a full disk costs the file, not the tournament
-            console.print(f"[red]cannot save the standings to {saved_to}: {exc}[/red]", highlight=False)
+            import structlog  # here: the command's start-up imports only what it needs
+
+            structlog.get_logger().error("host.standings_not_saved", path=str(saved_to), error=str(exc),
+                                         games=len(host.results))
+            console.print(f"[red]cannot save the standings to {saved_to}: {exc}[/red]", highlight=False,
+                          soft_wrap=True)
             return False
         return True
 
     def report(result: GameResult) -> None:
         colour = "yellow" if result.forfeits or result.adjourned else "default"
         console.print(f"[{colour}]{result.summary()}[/{colour}]", soft_wrap=True, highlight=False)
+        if result.record_error:
+            console.print(f"[red]{result.game_id}: the game's record was not saved ({escape(result.record_error)}); "
+                          "its result counts[/red]", soft_wrap=True, highlight=False)
         save(final=False)
 
     lobby = asyncio.create_task(

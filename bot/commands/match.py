@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from bot.commands.host import add_rules_arguments, host_settings
 from bot.commands.lab_view import LabProgress, footer, json_summary, result_table
@@ -181,6 +182,10 @@ def show_match(result: MatchResult, console: Console) -> None:
     if paths:
         where = paths[0] if len(paths) == 1 else paths[0].parent
         console.print(f"records: {where}  (perspecto replay {paths[-1]})", highlight=False, soft_wrap=True)
+    unsaved = [g for g, _ in result.games if g.record_error]
+    if unsaved:  # a full or read-only records folder: the results above count them all the same
+        console.print(f"[red]{len(unsaved)} game record(s) not saved: {escape(unsaved[-1].record_error or '')}[/red]",
+                      highlight=False, soft_wrap=True)
 
 
 def _finite(value: Any) -> Any:

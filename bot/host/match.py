@@ -117,8 +117,13 @@ class BotProcess:
             env["PERSPECTO_MQTT_PASSWORD"] = self.mqtt.password.get_secret_value()  # not on the command line
         # The child imports this source tree whether or not the package is installed.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as out:
+        with contextlib.ExitStack() as files:
+            out: Any = asyncio.subprocess.DEVNULL
+            try:
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                out = files.enter_context(open(self.log_path, "ab"))
+            except OSError as exc:  # a full or read-only records folder costs the bot's log, not the match
+                log.error("match.bot_log_not_saved", path=str(self.log_path), error=str(exc))
             self.process = await asyncio.create_subprocess_exec(
                 *self.command(), stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, env=env
             )

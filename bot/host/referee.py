@@ -136,6 +136,7 @@ class GameResult:
     think_seconds: dict[Side, float] = field(default_factory=dict)  # total time each side took to move
     record: GameRecord | None = None
     record_path: Path | None = None
+    record_error: str | None = None  # why the record could not be saved (a full disk): the result stands
 
     @property
     def adjourned(self) -> bool:
@@ -1016,7 +1017,12 @@ class _Referee:
         result.record = self.record
         records_dir = self.settings.records_dir
         if records_dir is not None:
-            records_dir.mkdir(parents=True, exist_ok=True)
             path = records_dir / f"{_safe_file_name(self.game_id)}.json"
-            self.record.save(path)
-            result.record_path = path
+            try:
+                records_dir.mkdir(parents=True, exist_ok=True)
+                self.record.save(path)
+            except OSError as exc:  # a full or read-only disk costs the file, never the game's result
+                result.record_error = f"{path}: {exc.strerror or exc}"
+                log.error("host.record_not_saved", game=self.game_id, path=str(path), error=str(exc))
+            else:
+                result.record_path = path

@@ -23,6 +23,7 @@ plain move. ``attacker`` and ``defender`` are the revealed ranks of an attack.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -89,8 +90,13 @@ class GameRecord:
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(self.to_json() + "\n", encoding="utf-8")
-        tmp.replace(path)
+        try:
+            tmp.write_text(self.to_json() + "\n", encoding="utf-8")
+            tmp.replace(path)
+        except OSError:  # a full disk: no half-written file left behind
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
 
     @classmethod
     def load(cls, path: Path) -> GameRecord:
