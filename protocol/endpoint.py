@@ -97,6 +97,11 @@ class Endpoint:
         worker = asyncio.create_task(self._handle_inbox())
         try:
             await self._read_loop()
+        except Exception as exc:
+            # Our bug, not the peer's doing (that is an event): the connection ends, and the log says why
+            # rather than leaving a hang-up without a word.
+            log.exception("rpc.connection_failed", peer=self.channel.peer)
+            self.close_reason = self.close_reason or f"failed: {exc!r}"
         finally:
             self._inbox.put_nowait(None)
             await self._shut(self.close_reason or "connection closed")
