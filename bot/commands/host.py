@@ -63,7 +63,7 @@ def host_settings(args: argparse.Namespace, **extra: Any) -> HostSettings:
     """The host's settings from the game options (ValueError, ValidationError among them: a bad value)."""
     if args.move_time_average > args.move_time_max:  # no bot could keep such an average
         raise ValueError(f"--move-time-average ({args.move_time_average:g} s) must not exceed --move-time-max "
-                         f"({args.move_time_max:g} s)")
+                         f"({args.move_time_max:g} s); with a shorter maximum, give a shorter average too")
     return HostSettings(
         ruleset=args.ruleset, move_limit=args.move_limit, move_time_max=args.move_time_max,
         move_time_average=args.move_time_average, grace=args.grace, two_squares=args.two_squares or None,
