@@ -21,7 +21,8 @@ from rich.console import Console
 from bot.commands.host import standings_table
 from bot.commands.results import results_table, setups_table
 from bot.daemon.opponent_store import OpponentStore
-from bot.host.referee import GameResult
+from bot.host.referee import GameResult, Host, HostSettings
+from engine_ext.rules.game import Game, MoveResult
 from engine_ext.rules.pieces import Side
 from protocol.codec import DEFAULT_MAX_LINE
 from protocol.errors import ErrorCode
@@ -30,7 +31,7 @@ from protocol.messages import PROTOCOL_VERSION
 from protocol.tcp import TcpChannel, serve
 from tests.bots.raw_bot import legal_setup
 from tests.mqtt_broker import BotProcesses
-from tests.test_host_signals import HostProcess, until_state
+from tests.test_host_signals import HostProcess, MemoryBot, connected, until, until_state
 
 REPO = Path(__file__).resolve().parents[1]
 Answer = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -157,6 +158,43 @@ async def test_a_move_with_6000_unknown_keys_costs_the_hostile_bot_its_game_not_
     assert len(game["detail"]) < 3000
     over = bots.events("honest", "bot.game_over")
     assert over and over[-1].get("game") == game["game_id"], over
+
+
+async def test_a_host_bug_in_one_game_ends_it_adjourned_recorded_and_told_and_the_lobby_plays_on(
+    tmp_path: Path,
+) -> None:
+    """Whatever fails inside a game task (here the game's own move observer), the game ends with a result:
+    adjourned, in the results and the records, gameOver to both bots, and the lobby's next game is played."""
+    host = Host(HostSettings(move_limit=40, move_time_max=2.0, move_time_average=0.5, grace=0.3, call_timeout=3.0,
+                             records_dir=tmp_path / "records"))
+    await host.start()
+    bots: list[MemoryBot] = []
+    try:
+        red, blue = await connected(host, bots, "a", "b")
+
+        async def broken(game: Game, played: MoveResult | None) -> None:
+            if game.ply == 3:
+                raise RuntimeError("a bug of the host's")
+
+        result = await asyncio.wait_for(host.play_game(red, blue, on_move=broken), 60)
+        assert result.adjourned and "a bug of the host's" in (result.detail or "") and result.plies == 3
+        assert host.results == [result] and result.record_path is not None and result.record_path.is_file()
+        await until(lambda: all(b.client.results for b in bots))
+        host.release(red)
+        host.release(blue)
+        seen: list[GameResult] = []
+
+        def failing_report(result: GameResult) -> None:  # the caller's bug (saving, printing) in every report
+            seen.append(result)
+            raise OSError("cannot print")
+
+        lobby = await asyncio.wait_for(host.serve_lobby(games_per_pairing=1, max_games=2, on_result=failing_report),
+                                       120)
+        assert len(seen) == 2 and len(lobby) == 3
+    finally:
+        for bot in bots:
+            await bot.stop()
+        await host.close()
 
 
 # --- strangers ---------------------------------------------------------------------------------------------

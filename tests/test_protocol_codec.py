@@ -35,7 +35,7 @@ from protocol.codec import (
 )
 from protocol.endpoint import Endpoint, memory_pipe
 from protocol.errors import ErrorCode
-from protocol.limits import ID_MAX, MIN_MAX_LINE, PEER_TEXT_MAX
+from protocol.limits import ID_MAX, MIN_MAX_LINE, PEER_TEXT_MAX, Allowance, Budget, clip
 from protocol.messages import (
     BOT_TO_HOST,
     HOST_TO_BOT,
@@ -629,3 +629,30 @@ def test_every_message_with_free_text_fits_the_smallest_line_bound(detail: str, 
     assert len(host.notification("gameOver", over)) <= MIN_MAX_LINE
     host.request("illegalSetup", IllegalSetupParams(reason=reason, attempts_left=1))
     host.notification("goodbye", GoodbyeParams(reason=reason))
+
+
+def test_clip_and_the_budget() -> None:
+    assert clip("short", 10) == "short"
+    clipped = clip("x" * 1000, 100)
+    assert len(clipped) == 100 and clipped.endswith("... (1000 characters in all)")
+    budget = Budget(Allowance(bytes=100, messages=3, errors=2, log_lines=1))
+    assert budget.spend(bytes=100, messages=1) is None
+    assert budget.spend(bytes=1) == "sent more than 100 bytes before hello"
+    budget = Budget(Allowance(bytes=100, messages=3, errors=2, log_lines=1))
+    assert budget.spend(errors=2, messages=2) is None and budget.spend(errors=1) == "sent more than 2 invalid " \
+        "messages before hello"
+    budget.lift()  # welcomed: no more bounds but the log's
+    assert budget.spend(bytes=10**9, messages=10**6, errors=10**6) is None
+    assert budget.may_log() and not budget.may_log() and budget.unlogged == 1
+
+
+async def test_a_stranger_over_its_budget_is_dropped_after_its_allowance_of_answers() -> None:
+    host_end, peer_end = memory_pipe()
+    endpoint = Endpoint(host_end, host_codec(), budget=Budget(Allowance(errors=3)))
+    serving = asyncio.create_task(endpoint.run())
+    await peer_end.send(b"junk\n" * 10_000)
+    answers = []
+    while data := await asyncio.wait_for(peer_end.receive(), 5):
+        answers += data.splitlines()
+    await asyncio.wait_for(serving, 5)
+    assert len(answers) == 3 and endpoint.close_reason == "dropped: sent more than 3 invalid messages before hello"
