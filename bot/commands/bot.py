@@ -21,7 +21,7 @@ from bot.daemon.service import BotDaemon, Connector, DaemonOptions
 from bot.logging_setup import configure_logging
 from bot.profiles import load_configuration
 from bot.settings import ConnectionSettings
-from protocol.messages import PROTOCOL_VERSION, HelloParams
+from protocol.messages import NAME_MAX, PROTOCOL_VERSION, HelloParams
 from protocol.mqtt import MqttChannel, MqttSettings, bot_id_from_name, check_id
 from protocol.tcp import connect_with_backoff, parse_address
 
@@ -112,6 +112,10 @@ def main(args: argparse.Namespace) -> int:
         forced = args.profile or settings.profile
         profile = profiles.get(forced) if forced else profiles.select(None)
         name = args.name or settings.identity.name
+        if not 1 <= len(name) <= NAME_MAX:  # the hello would be refused (and the bot would retry forever)
+            raise ValueError(f"the bot's name must be 1 to {NAME_MAX} characters, not {len(name)}")
+        if args.shutdown_grace < 0:
+            raise ValueError(f"--shutdown-grace must be 0 or more, not {args.shutdown_grace:g}")
         bot_id = check_id(args.bot_id, "bot id") if args.bot_id else bot_id_from_name(name)
         connect: Connector
         link_timeout = args.link_timeout or DEFAULT_LINK_TIMEOUT

@@ -31,6 +31,7 @@ from bot.config import get_profile
 from bot.host.board_view import board_panel
 from bot.host.referee import BotSession, GameResult, Host, HostSettings, Tally
 from bot.profiles import ProfileSet
+from bot.safe_text import terminal_safe
 from engine_ext.rules.game import Game, MoveResult
 from engine_ext.rules.pieces import Side
 from protocol.mqtt import MqttSettings
@@ -303,7 +304,7 @@ class MatchRunner:
                 score = f"{a.name} {self.result.tally(a).score} : {self.result.tally(b).score} {b.name}"
                 progress.update(task, advance=1, score=score)
                 if game.forfeits:
-                    progress.console.print(f"[yellow]{game.summary()}[/yellow]")
+                    progress.console.print(f"[yellow]{terminal_safe(game.summary())}[/yellow]")
 
 
 async def run_match(profile_a: str, profile_b: str, *, games: int, **options: Any) -> MatchResult:
