@@ -13,7 +13,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from engine_ext.lab.runner import GameOutcome, Match, sprt_line
-from engine_ext.lab.sprt import MIN_VARIED_SAMPLES, varied_samples
 from engine_ext.lab.stats import EloEstimate
 
 
@@ -42,10 +41,6 @@ def status(match: Match) -> str:
         text += f"  LLR {match.llr:+.2f} [{match.sprt.lower:.2f}, {match.sprt.upper:.2f}]"
         if match.verdict is not None:
             text += f" {match.verdict}"
-        elif not match.sprt.lower < match.llr < match.sprt.upper:
-            # Past a bound without a verdict: the pairs have not shown their spread yet (engine_ext/lab/sprt.py).
-            varied = int(varied_samples(match.pentanomial.counts))
-            text += f" (no verdict yet: {varied} of {MIN_VARIED_SAMPLES} pairs off the commonest result)"
     return text
 
 

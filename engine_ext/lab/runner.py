@@ -579,7 +579,7 @@ class Match:
             self.consumed_pairs += 1
             if self.sprt is not None:
                 self.llr = llr_pentanomial(self.pentanomial, self.sprt)
-                self.verdict = sprt_verdict(self.llr, self.sprt, self.pentanomial.counts)
+                self.verdict = sprt_verdict(self.llr, self.sprt)
 
     @property
     def games(self) -> list[GameOutcome]:
