@@ -11,6 +11,7 @@ from rich.table import Table
 
 from bot.profiles import load_configuration
 from bot.settings import ConfigDirMissing, ConfigError, config_dir
+from bot.tables import print_table
 
 
 def register(sub: Any) -> None:
@@ -86,7 +87,7 @@ def run_show(args: argparse.Namespace) -> int:
     for name, p in data["profiles"].items():
         setup = p["setup"]["mode"] + (f" {p['setup']['name']}" if p["setup"]["name"] else "")
         table.add_row(name, p["engine"], ", ".join(p["match"]) or "-", str(p["priority"]), setup, p["file"])
-    console.print(table)
+    print_table(console, table)
     if args.opponent is not None:
         console.print(f"opponent {args.opponent!r} gets profile [bold]{data['selected_for'][args.opponent]}[/bold]")
     return 0

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from bot.daemon.opponent_store import OpponentStore, OpponentSummary, SetupUse, store_path
 from bot.settings import load_settings
+from bot.tables import print_table
 
 # How a setup without a name shows: the generated fallback, or an outside program's own setup.
 UNNAMED_SETUP = "(unnamed)"
@@ -128,6 +129,6 @@ def main(args: argparse.Namespace) -> int:
     if not summaries:
         console.print(f"no games in {path} yet")
         return 0
-    console.print(results_table(summaries, path))
-    console.print(setups_table(summaries))
+    print_table(console, results_table(summaries, path))
+    print_table(console, setups_table(summaries))
     return 0
