@@ -56,7 +56,9 @@ class LabProgress:
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
         )
-        self.progress = Progress(*columns, console=console, transient=False)
+        # Without a terminal the bars would be drawn once, at the end, cut to COLUMNS: the status lines
+        # say the same in full.
+        self.progress = Progress(*columns, console=console, transient=False, disable=not console.is_terminal)
         self.tasks: dict[str, TaskID] = {
             m.label: self.progress.add_task(f"{m.a.name} vs {m.b.name}", total=2 * m.pairs, status="")
             for m in matches
