@@ -22,16 +22,17 @@ needs. That is what makes degenerate samples come out right, and why the exact r
 than its closed approximation N/2 · ln(r0 / r1), r_s = v + (m - s)² (fishtest's ``LLR_alt``, which this
 module computed until issue 33): the approximation treats the sample's variance v as the truth, and a
 sample without spread has none but the regularisation's, ~2e-4. Ten colour-swapped pairs that each split
-1-1 (a change that alters no game yet, self-play) then gave "H0 accepted" at LLR -15.4 against elo1 = 25,
-while a sweep (minimax against random, every pair 2-0) stayed short of H1 against elo1 = 10 and, with a
-rule that held the verdict back until the spread showed, ran on for a hundred pairs. The exact ratio of
+1-1 (a change that alters no game yet, self-play) then gave "H0 accepted" at LLR -15.4 against elo1 = 25;
+the rule added then, no verdict until ten pairs lay off the commonest result, made a sweep (minimax
+against random, every pair 2-0, past the bound of elo1 = 100 after ten pairs) run on for a hundred
+pairs. The exact ratio of
 N identical results at s0 is N · ln(1 - (s1 - s0) / (1 - s0)) (near enough): the likelihood, under
 the nearest distribution of score s1, that a change worth s1 left every one of N samples untouched. So
 ten 1-1 pairs give -0.74 against elo1 = 25 (no verdict), and H0 comes after 40 such pairs, when a change
 worth 25 Elo would have had to leave 40 pairs alike, a chance of about 5 %, the test's beta; against
 elo1 = 10, after 102 pairs. A sweep of N pairs gives N · ln(s1 / s0) (likewise): H1 against elo1 = 100
-after 12 pairs, against elo1 = 200 after 8. Where the sample has spread the exact ratio and the approximation
-agree to about 1 % (tests/test_lab_sprt.py). The same formula serves single games (values 0, 0.5, 1,
+after 12 pairs, against elo1 = 200 after 8. Where the sample has spread the exact ratio and the
+approximation agree to about 1 % (tests/test_lab_sprt.py). The same formula serves single games (values 0, 0.5, 1,
 N games) and colour-swapped pairs (values 0, 0.25, 0.5, 0.75, 1, N pairs: the pentanomial model, which
 sees the pairs' correlation).
 
