@@ -459,6 +459,9 @@ def test_cli_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert "turtle (classic)" in out
     assert format_setup(load_setup("turtle"), Notation.UCC) in out
     assert "human-likeness" in out
+    assert "board (american): 10=marshal 9=general" in out and "1=spy B=bomb F=flag" in out  # the board's key
+    assert _run(["setups", "show", "turtle", "--style", "european"]) == 0
+    assert "board (european): 1=marshal 2=general" in capsys.readouterr().out
     assert _run(["setups", "show", "turtel"]) == 1
     assert "did you mean turtle" in capsys.readouterr().err
 

@@ -115,6 +115,13 @@ def board_table(setup: Setup, side: Side = Side.RED, style: str = "american") ->
     return table
 
 
+def board_legend(style: str = "american") -> str:
+    """One line under a board: what its symbols are (they are not the text notations' letters)."""
+    ranks = sorted((rank for rank in Rank if rank.movable and rank is not Rank.UNKNOWN), reverse=True)
+    symbols = " ".join(f"{rank.symbol(style)}={rank.label}" for rank in [*ranks, Rank.BOMB, Rank.FLAG])
+    return f"board ({style}): {symbols}; every notation: {LEGEND}"
+
+
 def _flag_square(setup: Setup, side: Side = Side.RED) -> str:
     flags = setup.index_of(Rank.FLAG)
     return str(setup.square(flags[0], side)) if flags else "-"
@@ -129,6 +136,7 @@ def _print_setup(console: Console, entry: NamedSetup, args: argparse.Namespace) 
     if entry.tags:
         console.print(Text("tags: " + ", ".join(entry.tags), style="dim"))
     print_table(console, board_table(setup, side, args.style))
+    console.print(Text(board_legend(args.style), style="dim"))
     console.print(f"{args.notation}{NOTATION_HEADING}")
     console.print(format_setup(setup, args.notation), markup=False)
     stats = load_stats(setup.ruleset)
