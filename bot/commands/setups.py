@@ -136,7 +136,7 @@ def _print_setup(console: Console, entry: NamedSetup, args: argparse.Namespace) 
     if entry.tags:
         console.print(Text("tags: " + ", ".join(entry.tags), style="dim"))
     print_table(console, board_table(setup, side, args.style))
-    console.print(Text(board_legend(args.style), style="dim"))
+    console.print(Text(board_legend(args.style), style="dim"), soft_wrap=True)
     console.print(f"{args.notation}{NOTATION_HEADING}")
     console.print(format_setup(setup, args.notation), markup=False)
     stats = load_stats(setup.ruleset)
