@@ -135,3 +135,24 @@ def test_setups_list_prints_every_name_and_idea_whole_at_80_columns(
     for entry in SetupLibrary.load([]).entries(None):
         row = cells(next(line for line in lines if f"│ {entry.name} " in line))
         assert row[1] == entry.name and row[4] == entry.description
+
+
+def test_the_lab_table_keeps_every_count_and_figure_in_an_80_column_terminal() -> None:
+    """In a terminal the table is fitted to the window: at 80 columns the names, the interval and the
+    headings wrap onto more lines, and W/D/L, score, LOS and draws stay whole (they were squeezed to
+    nothing)."""
+    from bot.commands.lab_view import result_table
+    from engine_ext.lab.sprt import SprtSpec
+    from tests.test_lab_runner import outcome, random_match
+
+    match = random_match(None, pairs=30, sprt=SprtSpec(0, 25))
+    for index in range(24):
+        match.add(outcome(index, (1.0, 0.5, 0.0, 1.0)[index % 4]))
+    out = io.StringIO()
+    print_table(Console(file=out, width=80, force_terminal=True, color_system=None), result_table([match]))
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80 and ELLIPSIS not in out.getvalue()
+    first_row = cells(next(line for line in lines if line.startswith("│ ")))
+    assert first_row[2:7] == ["24", "12", "6", "6", "62.5 %"] and first_row[8:10] == ["100.0 %", "25 %"]
+    text = "".join(lines)
+    assert "+88." in text and "143" in text  # the interval, folded over lines

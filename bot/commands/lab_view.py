@@ -90,9 +90,11 @@ def result_table(matches: Sequence[Match]) -> Table:
     count = sum(len(m.games) for m in matches)
     table = Table(title=f"{len(matches)} pairing{'' if len(matches) == 1 else 's'}, {count} games")
     for column in ("A", "B", "games", "W", "D", "L", "score", "Elo [95 %]", "LOS", "draws", "pairs 0/½/1/1½/2"):
-        # The names and the figures stay whole; a narrow terminal squeezes the counts instead.
-        table.add_column(column, justify="left" if column in ("A", "B") else "right",
-                         no_wrap=column in ("A", "B", "Elo [95 %]", "pairs 0/½/1/1½/2"))
+        # A narrow terminal (80 columns) wraps the names, the interval and the headings onto more lines and
+        # keeps every figure whole; squeezing the counts left W/D/L, score and LOS empty (issue 33).
+        wide = column in ("A", "B", "Elo [95 %]", "pairs 0/½/1/1½/2")
+        table.add_column(column, justify="left" if column in ("A", "B") else "right", no_wrap=not wide,
+                         overflow="fold" if wide else "ellipsis")
     for m in matches:
         t = m.trinomial
         elo = m.elo()
