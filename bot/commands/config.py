@@ -83,7 +83,7 @@ def run_show(args: argparse.Namespace) -> int:
     console.print_json(json.dumps(data["settings"]))
     table = Table(title="profiles")
     for column in ("name", "engine", "match", "priority", "setup", "file"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # a narrow terminal folds a long name, never cuts it
     for name, p in data["profiles"].items():
         setup = p["setup"]["mode"] + (f" {p['setup']['name']}" if p["setup"]["name"] else "")
         table.add_row(name, p["engine"], ", ".join(p["match"]) or "-", str(p["priority"]), setup, p["file"])

@@ -80,7 +80,8 @@ def results_table(summaries: list[OpponentSummary], path: Path) -> Table:
     table = Table(title=f"results per opponent ({path})",
                   caption="W/D/L include forfeits (F: won/lost by forfeit); adj: adjourned, no points")
     for heading in ("opponent", "games", "W", "D", "L", "F", "adj", "score", "estOppFear", "bluff scale"):
-        table.add_column(heading, justify="left" if heading == "opponent" else "right")
+        table.add_column(heading, justify="left" if heading == "opponent" else "right",
+                         overflow="fold")  # a narrow terminal folds a long name, never cuts it
     for s in summaries:
         forfeits = f"{s.results.get('forfeit_win', 0)}/{s.results.get('forfeit_loss', 0)}"
         table.add_row(s.name, str(s.games), str(s.wins), str(s.draws), str(s.losses), forfeits,
@@ -91,8 +92,8 @@ def results_table(summaries: list[OpponentSummary], path: Path) -> Table:
 
 def setups_table(summaries: list[OpponentSummary]) -> Table:
     table = Table(title="setups played, per opponent (most played first)")
-    table.add_column("opponent")
-    table.add_column("setup")
+    table.add_column("opponent", overflow="fold")
+    table.add_column("setup", overflow="fold")
     for heading in ("games", "W", "D", "L"):
         table.add_column(heading, justify="right")
     for s in summaries:
