@@ -29,6 +29,7 @@ from bot.daemon.runtime import run
 from bot.host.referee import GameResult, Host, HostSettings, standings
 from bot.logging_setup import configure_logging
 from bot.safe_text import terminal_safe
+from bot.tables import print_table
 from bot.web.feed import GameFeed
 from bot.web.options import add_web_argument
 from bot.web.server import WebServer
@@ -312,7 +313,7 @@ async def _tournament(
                 await lobby
         # A bot busy with a move when its game was adjourned reads the goodbye once it has answered.
         await host.close(linger=settings.move_time_max + settings.grace + 1.0)
-        console.print(standings_table(host.results))
+        print_table(console, standings_table(host.results))
         if save(final=True):
             console.print(f"standings saved to {saved_to}", highlight=False, soft_wrap=True)
     return 0
