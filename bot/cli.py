@@ -91,9 +91,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for command in COMMANDS:
         if command.module == only:
             importlib.import_module(command.module).register(sub)
-        else:  # a placeholder: main parses again with the module's own parser should it be chosen
-            placeholder = sub.add_parser(command.name, help=command.summary, add_help=False)
-            placeholder.add_argument("_rest", nargs=argparse.REMAINDER)
+        else:  # declared for the list of commands only: never parsed (command_module chose ``only``)
+            sub.add_parser(command.name, help=command.summary, add_help=False)
     return parser
 
 
@@ -108,11 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(command_module(argv))
     args = parser.parse_args(argv)
-    command = args.command
-    if command is None:
-        argv, command = [DEFAULT_COMMAND], DEFAULT_COMMAND
-    if not hasattr(args, "func"):  # the default command, or one named after options (perspecto -- ucc ...)
-        args = build_parser(COMMANDS_BY_NAME[command].module).parse_args(argv)
+    if args.command is None:  # the default command
+        argv = [DEFAULT_COMMAND]
+        args = build_parser(command_module(argv)).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
