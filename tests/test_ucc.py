@@ -1079,6 +1079,7 @@ def test_without_profile_ucc_chooses_as_perspecto_bot_does(main: str, expected: 
     ref.start()
     for _ in range(4):
         ref.step()
+    bot.wait_for_stderr("ucc.game")  # the profile loads after the setup; its engine may not have played yet
     bot.send("QUIT")
     assert bot.wait(10) == 0
     assert f"profile={expected}" in bot.stderr
@@ -1088,6 +1089,7 @@ def test_without_profile_ucc_plays_the_default_profile_of_the_configuration(tmp_
     config = _config(tmp_path / "config", 'default_profile = "mine"\n', mine='engine = "random"\n')
     bot = Child(argv=[*UCC_CMD[:4], "--config", str(config)])
     Referee(bot, Side.BLUE).start()
+    bot.wait_for_stderr("ucc.game")  # the profile loads after the setup
     bot.send("QUIT")
     assert bot.wait(10) == 0
     assert "profile=mine" in bot.stderr  # not the built-in perspecto

@@ -1,10 +1,12 @@
 """``perspecto ucc``: play one game as a child process of the UCC 2012 referee (docs/ucc.md).
 
 The referee forfeits a program whose setup is not out within its -T seconds of starting it, so a game starts
-in this order: the colour line is read and answered with the setup, importing only the rules, the UCC codec
-and the setup generator (bot/ucc/opening.py); then the logs, the witness, and the player, which loads the
-configuration, the profile and the engine on a thread while the game starts. This module imports nothing
-heavy at the top: bot/cli.py imports it before the setup is out.
+in this order: the witness is forked (before any thread); the configuration and the engine start loading on
+a thread of their own (``Preload``), at once if the colour line is not there yet (BLUE waits while RED sets
+up: time to load in), else once it is answered; the colour line is read and answered with the setup,
+importing only the rules, the UCC codec and the setup generator (bot/ucc/opening.py); then the logs and the
+player, which plays random legal moves should a move be due before the engine is there. This module imports
+nothing heavy at the top: bot/cli.py imports it before the setup is out.
 """
 
 from __future__ import annotations
@@ -88,25 +90,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def play(args: argparse.Namespace) -> int:
-    """One game: the setup first, then everything else (the module's docstring)."""
-    from bot.ucc.opening import open_game
+    """One game: the setup first, the engine loading meanwhile (the module's docstring)."""
+    from bot.ucc.opening import input_within, load_generator, open_game
+    from bot.ucc.witness import EndWitness
 
     rng = random.Random(args.seed)  # the setup's, then the player's: --seed replays the game
+    load_generator()
+    witness = EndWitness.start(lambda: configure_logging(args.log_level))  # before any thread starts: it forks
+    # The colour line not there at once: the referee is busy with the other program's setup; load meanwhile.
+    preload = None if input_within(0, 0.05) else Preload(args)
     opening, pending = open_game(0, sys.stdout, rng)
+    preload = preload or Preload(args)
     configure_logging(args.log_level)
     from bot.ucc.player import run_ucc
-    from bot.ucc.witness import EndWitness
 
     protocol_out = sys.stdout
     sys.stdout = sys.stderr  # a stray print anywhere must not corrupt the protocol
-    witness = EndWitness.start()  # before any thread starts: it forks
-
-    def load(opponent: str) -> ChosenEngine:
-        return load_engine(args, opponent)
-
     try:
-        code = run_ucc(load, move_time=args.move_time, rng=rng, in_fd=0, out=protocol_out, witness=witness,
-                       opening=opening, pending=pending)
+        code = run_ucc(preload.engine_for, move_time=args.move_time, rng=rng, in_fd=0, out=protocol_out,
+                       witness=witness, opening=opening, pending=pending)
     finally:
         sys.stdout = protocol_out
     try:
@@ -120,22 +122,45 @@ def play(args: argparse.Namespace) -> int:
     return code
 
 
-def load_engine(args: argparse.Namespace, opponent: str) -> ChosenEngine:
-    """The engine for ``opponent`` (the colour line's name), as ``perspecto bot`` chooses its profile; run on
-    the player's loading thread once the setup is out. A bad configuration or profile raises (exit 2)."""
-    from bot.ucc.player import ChosenEngine
-    from engine_ext.engine.timeman import TimeLimits
+class Preload:
+    """The configuration and the engine of the profile to play (the forced one, else the default one: the
+    profile chosen by the opponent's name usually is the default, and its modules are the same), loaded on a
+    thread of its own; ``engine_for`` waits for it and picks the profile for the opponent."""
 
-    profile, profiles = choose_profile(args.config, args.profile)
-    if profiles is not None:
-        profile = profiles.select(opponent)
-    seed = args.seed
-    engine = profile.create_engine(seed)
-    warm = getattr(engine, "warm", None)
-    if callable(warm):
-        warm()  # load what the first search needs now, not on the first move's clock
-    return ChosenEngine(engine, TimeLimits.for_ucc(profile, args.move_time), profile.name,
-                        renew=lambda: profile.create_engine(seed))
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args = args
+        self._done = threading.Event()
+        self._loaded: tuple[BotProfile, ProfileSet | None, Any] | None = None
+        self._error: BaseException | None = None
+        # Named as the player's loader: bot/commands/ucc.py exits at once should QUIT come while it runs.
+        threading.Thread(target=self._load, name="ucc-load", daemon=True).start()
+
+    def _load(self) -> None:
+        try:
+            profile, profiles = choose_profile(self._args.config, self._args.profile)
+            self._loaded = (profile, profiles, profile.create_engine(self._args.seed))
+        except BaseException as exc:  # told to the player when it asks (exit 2)
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def engine_for(self, opponent: str) -> ChosenEngine:
+        """The engine for ``opponent`` (the colour line's name), as ``perspecto bot`` chooses its profile;
+        called on the player's loading thread. A bad configuration or profile raises (exit 2)."""
+        from bot.ucc.player import ChosenEngine
+        from engine_ext.engine.timeman import TimeLimits
+
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._loaded is not None
+        profile, profiles, engine = self._loaded
+        seed = self._args.seed
+        chosen = profiles.select(opponent) if profiles is not None else profile
+        if chosen.name != profile.name:
+            engine = chosen.create_engine(seed)
+        return ChosenEngine(engine, TimeLimits.for_ucc(chosen, self._args.move_time), chosen.name,
+                            renew=lambda: chosen.create_engine(seed))
 
 
 def choose_profile(config: str | None, forced: str | None) -> tuple[BotProfile, ProfileSet | None]:

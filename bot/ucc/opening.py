@@ -57,6 +57,26 @@ class Opening:
     sent: float | None = None  # when they went out (time.monotonic()); the referee's next line comes after
 
 
+def load_generator() -> None:
+    """Import the setup generator now, so that answering the colour line is only the work of the setup
+    itself (a library that fails to import is left to ``choose_setup``, which falls back)."""
+    try:
+        import setups.generator  # noqa: F401
+    except Exception:
+        pass
+
+
+def input_within(fd: int, seconds: float) -> bool:
+    """Whether ``fd`` has something to read within ``seconds`` (the colour line: the referee sends it to RED
+    at once; BLUE's comes once RED has set up)."""
+    import select
+
+    try:
+        return bool(select.select([fd], [], [], seconds)[0])
+    except (OSError, ValueError):
+        return True  # no telling: treat it as there, and answer it first
+
+
 def read_first_line(fd: int) -> tuple[str | None, bytes]:
     """The first line that is not blank (None at the end of input without one) and the bytes read after it,
     which the player's reader goes on from. Raw reads: no buffered file holds back what follows."""

@@ -15,7 +15,7 @@ engine may be chosen by the opponent's name on the colour line (``engine_for``),
 chooses its profile; that choice runs on a thread of its own, so that ``perspecto ucc`` can answer the colour
 line with its setup first (bot/ucc/opening.py) and load the configuration and the engine afterwards. Until
 the engine is there the game goes on: should it still be loading when a move is due, the player waits for it
-until halfway from the soft to the hard deadline, then plays a random legal move. Each move's clock starts
+until the soft deadline, then plays a random legal move. Each move's clock starts
 when the line that began our turn arrived (the reader thread stamps every line), not when the game loop got
 round to it.
 """
@@ -529,9 +529,9 @@ class UccPlayer:
             log.warning("ucc.no_rule_abiding_move", move=str(move), ply=game.ply, result=str(game.result))
             return move
         times = self._start_move(game.ply)
-        if self._loading is not None:  # still loading: wait for it, halfway from the soft to the hard deadline
-            # at most, so that an engine that comes late still has a little time to search.
-            await self._while_reading(self._loading, until=(times.soft_deadline + times.hard_deadline) / 2)
+        if self._loading is not None:  # still loading: wait for it until the soft deadline at most (a busy
+            # machine may keep this thread from the interpreter for a while: the margin up to the hard one)
+            await self._while_reading(self._loading, until=times.soft_deadline)
             if self._loading.done():
                 self._take_engine()
         if self.engine is None:
