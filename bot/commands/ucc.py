@@ -1,12 +1,12 @@
 """``perspecto ucc``: play one game as a child process of the UCC 2012 referee (docs/ucc.md).
 
 The referee forfeits a program whose setup is not out within its -T seconds of starting it, so a game starts
-in this order: the witness is forked (before any thread); the configuration and the engine start loading on
-a thread of their own (``Preload``), at once if the colour line is not there yet (BLUE waits while RED sets
-up: time to load in), else once it is answered; the colour line is read and answered with the setup,
-importing only the rules, the UCC codec and the setup generator (bot/ucc/opening.py); then the logs and the
-player, which plays random legal moves should a move be due before the engine is there. This module imports
-nothing heavy at the top: bot/cli.py imports it before the setup is out.
+in this order: only the rules, the UCC codec and the setup generator are imported (bot/ucc/opening.py); the
+witness is forked (before any thread); the configuration and the engine start loading on a thread of their
+own (``Preload``) at once if the colour line is not there within 50 ms (BLUE waits while RED sets up: time
+to load in); the colour line is answered with the setup; the logs and the game loop's modules are imported,
+then the loading starts if it has not; the player plays random legal moves should a move be due before the
+engine is there. This module imports nothing heavy at the top: bot/cli.py imports it before the setup.
 """
 
 from __future__ import annotations
@@ -100,15 +100,18 @@ def play(args: argparse.Namespace) -> int:
     # The colour line not there at once: the referee is busy with the other program's setup; load meanwhile.
     preload = None if input_within(0, 0.05) else Preload(args)
     opening, pending = open_game(0, sys.stdout, rng)
-    preload = preload or Preload(args)
     configure_logging(args.log_level)
     from bot.ucc.player import run_ucc
+
+    # Only now, when not started before: the game loop's own imports come first (RED's first move is due
+    # within -T of START, which follows the setups at once).
+    preload = preload or Preload(args)
 
     protocol_out = sys.stdout
     sys.stdout = sys.stderr  # a stray print anywhere must not corrupt the protocol
     try:
         code = run_ucc(preload.engine_for, move_time=args.move_time, rng=rng, in_fd=0, out=protocol_out,
-                       witness=witness, opening=opening, pending=pending)
+                       witness=witness, opening=opening, pending=pending, profile_name=args.profile or "")
     finally:
         sys.stdout = protocol_out
     try:

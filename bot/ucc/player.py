@@ -629,11 +629,14 @@ def run_ucc(
     witness: EndWitness | None = None,
     opening: Opening | None = None,
     pending: bytes = b"",
+    profile_name: str = "",
 ) -> int:
     """Play one UCC game, reading the referee from ``in_fd`` after ``pending``; the exit code. ``load`` gives
     the engine for the opponent the colour line names (on a thread: the configuration, the profile and the
     engine load while the game starts); ``opening``: the colour line was answered already. ``move_time`` is
-    the referee's per-move limit (its ``-T``), which bounds the moves made before the profile is loaded."""
+    the referee's per-move limit (its ``-T``), which bounds the moves made before the profile is loaded;
+    ``profile_name`` the profile's name where it is known before (``--profile``), for the witness."""
     player = UccPlayer(None, limits=TimeLimits(move_time_max=move_time, move_time_average=None, move_limit=None),
-                       rng=rng, witness=witness, engine_for=load, opening=opening, pending=pending)
+                       rng=rng, witness=witness, engine_for=load, opening=opening, pending=pending,
+                       profile_name=profile_name)
     return player.run(in_fd, out)
