@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "bot.commands.results",
     "bot.commands.analyse",
     "bot.commands.ucc",
+    "bot.commands.gauntlet",
 ]
 
 

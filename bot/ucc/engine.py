@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
 import shlex
 import sys
 from collections.abc import Coroutine, Mapping
@@ -50,16 +52,39 @@ class UccEngineParams(BaseModel):
     quit_time: float = Field(2.0, gt=0, le=60, description="seconds it has to exit after QUIT")
 
     def argv(self) -> list[str]:
-        """The command split like a shell; ``perspecto`` as the program means this installation's own
-        (so ``perspecto ucc --profile minimax`` works whether or not the venv is on PATH)."""
-        argv = shlex.split(self.command)
+        """The command split like a shell, ``$NAME`` / ``${NAME}`` replaced by the environment's values;
+        ``perspecto`` as the program means this installation's own (so ``perspecto ucc --profile minimax``
+        works whether or not the venv is on PATH). A variable that is not set, or a program given by a path
+        that is not an executable file, is a ``UccCommandError`` that says so (the shipped ``ucc-*``
+        profiles find the 2012 programs through ``$PERSPECTO_UCC2012``)."""
+        missing = [name for name in _VARIABLE.findall(self.command) if not os.environ.get(name.strip("{}"))]
+        if missing:
+            names = ", ".join(sorted({"$" + name.strip("{}") for name in missing}))
+            hint = UCC2012_HINT if "PERSPECTO_UCC2012" in names else ""
+            raise UccCommandError(f"the command {self.command!r} needs {names}, which is not set{hint}")
+        argv = shlex.split(os.path.expandvars(self.command))
         if argv and argv[0] == "perspecto":
             return [sys.executable, "-m", "bot.cli", *argv[1:]]
+        if argv and os.sep in argv[0]:
+            program = Path(argv[0]) if self.cwd is None or Path(argv[0]).is_absolute() else self.cwd / argv[0]
+            if not (program.is_file() and os.access(program, os.X_OK)):
+                hint = UCC2012_HINT if "PERSPECTO_UCC2012" in self.command else ""
+                raise UccCommandError(f"the command {self.command!r}: {program} is not an executable file{hint}")
         return argv
 
 
 class UccEngineError(RuntimeError):
     """The program cannot play (any more) this game; the client falls back to its own moves."""
+
+
+class UccCommandError(UccEngineError):
+    """The profile's command cannot be run here: a variable it names is not set, or its program is missing."""
+
+
+# $NAME or ${NAME} in a command (os.path.expandvars's forms).
+_VARIABLE = re.compile(r"\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
+UCC2012_HINT = (": set PERSPECTO_UCC2012 to the bin/ folder of a build of the UCC 2012 programs "
+                "(../shared/opponents/ucc2012/build OUT prints it: OUT/bin)")
 
 
 class UccEngine:
