@@ -49,8 +49,8 @@ from bot.web.options import add_web_argument
 from bot.web.service import LabWeb, announce
 from engine_ext.engine.settings import usable_cores
 from engine_ext.lab.analysis import GameAnalysis, analyse_record
-from engine_ext.lab.gauntlet import OpponentSummary, summarise_gauntlet, total
 from engine_ext.lab.game_events import ReplayError
+from engine_ext.lab.gauntlet import OpponentSummary, summarise_gauntlet, total
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
 
@@ -323,23 +323,29 @@ def play_via_lab(args: argparse.Namespace, profiles: ProfileSet, opponents: list
     rules = Rules(two_squares=None, more_squares=False, move_limit=referee_move_limit(args.max_turns),
                   move_time_average=args.move_time, move_time_max=args.move_time)
     source = setup_source("generated", get_ruleset("classic"))
-    matches = []
-    for opponent in opponents:
-        a = make_player(ours, profiles.get(ours), label="A")
-        b = make_player(opponent.name, opponent.profile, label="B")
-        matches.append(Match(a, b, pairs=math.ceil(counts[opponent.name] / 2), source=source, seed=seed,
-                             limits=Limits(), rules=rules, records=records))
-    console.print(f"{sum(2 * m.pairs for m in matches)} games in the lab (Perspecto's UCC adapter), "
-                  f"{args.move_time:g} s an answer, draw at {rules.move_limit} plies, {concurrency} workers, "
-                  f"seed {seed}; records in {records}", highlight=False, soft_wrap=True)
+    a = make_player(ours, profiles.get(ours), label="A")
+    players = {o.name: make_player(o.name, o.profile, label="B") for o in opponents}
+    pairs = {name: math.ceil(n / 2) for name, n in counts.items()}
+    console.print(f"{2 * sum(pairs.values())} games in the lab (Perspecto's UCC adapter), {args.move_time:g} s an "
+                  f"answer, draw at {rules.move_limit} plies, {concurrency} workers, seed {seed}; records in {records}",
+                  highlight=False, soft_wrap=True)
 
     def on_game(match: Match, outcome: Any) -> None:
         if outcome.record_path is not None:
             record = GameRecord.load(outcome.record_path)
             console.print(game_line(record, ours, outcome.seconds), highlight=False, soft_wrap=True)
 
-    run_matches(matches, concurrency=concurrency, on_game=on_game)
-    return sorted(g.record_path for m in matches for g in m.games if g.record_path is not None)
+    # Round by round, a pair against every opponent that still has games to play: a run stopped early has
+    # played every opponent about equally (the lab's runner plays its matches one after another).
+    paths: list[Path] = []
+    for round_ in range(max(pairs.values())):
+        matches = [Match(a, players[o.name], pairs=1, source=source, seed=seed + round_, limits=Limits(),
+                         rules=rules, records=records) for o in opponents if pairs[o.name] > round_]
+        try:
+            run_matches(matches, concurrency=concurrency, on_game=on_game)
+        finally:
+            paths += [g.record_path for m in matches for g in m.games if g.record_path is not None]
+    return sorted(paths)
 
 
 # --- the table ----------------------------------------------------------------------------------------------

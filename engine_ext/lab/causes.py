@@ -172,8 +172,8 @@ class LossObserver:
                                                   taken=event.target_rank, raider_rank=event.mover_rank, run=run))
         else:
             self._runs.pop(event.mover, None)
-        if event.outcome is not None and event.outcome != "o":
-            self._runs.pop(event.target, None)
+        if event.target is not None and event.outcome != "o":
+            self._runs.pop(event.target, None)  # the target fell: its own run is over
 
     def _lost(self, event: PlyEvent, pid: int, *, attacked: bool, view: ReplayView) -> None:
         side, rank = self._tracked.pop(pid)
