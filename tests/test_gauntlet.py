@@ -61,7 +61,8 @@ NAMES = {Side.RED: "ours", Side.BLUE: "theirs"}
 
 def test_result_lines_parse() -> None:
     result = parse_result_line("/work/ucc/bin/vixen BLUE VICTORY 145 32 53")
-    assert (result.name, result.colour, result.outcome, result.turns) == ("/work/ucc/bin/vixen", Side.BLUE, "VICTORY", 145)
+    assert (result.name, result.colour, result.outcome) == ("/work/ucc/bin/vixen", Side.BLUE, "VICTORY")
+    assert result.turns == 145
     assert (result.red_value, result.blue_value, result.winner, result.forfeit) == (32, 53, Side.BLUE, None)
     illegal = parse_result_line("./perspecto-ucc RED ILLEGAL 12 100 100")
     assert (illegal.winner, illegal.forfeit) == (Side.BLUE, Side.RED)
@@ -180,7 +181,8 @@ def test_the_score_interval_is_wilsons() -> None:
     assert four_wins is not None and four_wins.score == 1.0 and four_wins.high == 1.0
     assert four_wins.low == pytest.approx(0.510, abs=0.001)  # Wilson's 95 % lower end for 4 of 4
     even = score_interval(Trinomial(wins=10, draws=0, losses=10))
-    assert even is not None and even.low == pytest.approx(0.299, abs=0.001) and even.high == pytest.approx(0.701, abs=0.001)
+    assert even is not None
+    assert (even.low, even.high) == (pytest.approx(0.299, abs=0.001), pytest.approx(0.701, abs=0.001))
     assert score_interval(Trinomial(0, 0, 0)) is None
 
 
