@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,6 +31,13 @@ from engine_ext.rules.record import GameRecord
 from engine_ext.rules.rulesets import Square
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _logging_to_no_closed_stream() -> Iterator[None]:
+    """The command configures logging onto the stream capsys lends it; later tests must not log there."""
+    yield
+    structlog.reset_defaults()
 
 # Setups made for the test: blue's general stands on its front row in column 0 (x 0), red's column 0 holds a
 # sergeant, a lieutenant and a captain in front of a bomb; red's scout on (9, 3) has (9, 4) to step to.
@@ -233,3 +242,21 @@ def test_the_gauntlet_says_what_is_missing(monkeypatch: pytest.MonkeyPatch, caps
     program.chmod(0o755)
     assert main(["gauntlet", "ucc-vixen", "--config", config, "--records", records]) == 2  # no referee beside it
     assert "referee" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("as_path", "line"), [(True, "RED ./perspecto 10 10"), (False, "RED perspecto 10 10")])
+def test_the_adapter_names_the_opponent_by_a_path_as_the_referee_does(tmp_path: Path, as_path: bool,
+                                                                      line: str) -> None:
+    """Ramen (2012) takes a file name from the opponent's name and crashes on one with no '/'."""
+    from bot.ucc.engine import UccEngine
+    from engine_ext.rules.rulesets import CLASSIC
+
+    heard = tmp_path / "heard"
+    program = tmp_path / "program"
+    program.write_text(f"#!/bin/sh\nread line\necho \"$line\" > {heard}\n"
+                       "printf 'FB8sB479B8\\nBB31555583\\n6724898974\\n967B669999\\n'\nread x\n", encoding="utf-8")
+    program.chmod(0o755)
+    engine = UccEngine(UccEngineParams(command=str(program), opponent_as_path=as_path))
+    engine.choose_setup(Side.RED, "perspecto", CLASSIC)
+    engine.finish(None, None)
+    assert heard.read_text().strip() == line

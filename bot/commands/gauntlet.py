@@ -324,7 +324,9 @@ def play_via_lab(args: argparse.Namespace, profiles: ProfileSet, opponents: list
                   move_time_average=args.move_time, move_time_max=args.move_time)
     source = setup_source("generated", get_ruleset("classic"))
     a = make_player(ours, profiles.get(ours), label="A")
-    players = {o.name: make_player(o.name, o.profile, label="B") for o in opponents}
+    # Each program gets the referee's full time an answer (-T), not what the lab's time manager leaves a bot.
+    players = {o.name: make_player(o.name, o.profile, label="B", params=[f"B.answer_time={args.move_time:g}"])
+               for o in opponents}
     pairs = {name: math.ceil(n / 2) for name, n in counts.items()}
     console.print(f"{2 * sum(pairs.values())} games in the lab (Perspecto's UCC adapter), {args.move_time:g} s an "
                   f"answer, draw at {rules.move_limit} plies, {concurrency} workers, seed {seed}; records in {records}",

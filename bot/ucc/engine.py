@@ -50,6 +50,12 @@ class UccEngineParams(BaseModel):
     cwd: Path | None = Field(None, description="working directory of the program")
     setup_time: float = Field(10.0, gt=0, le=600, description="seconds the program has for its setup")
     quit_time: float = Field(2.0, gt=0, le=60, description="seconds it has to exit after QUIT")
+    answer_time: float | None = Field(None, gt=0, le=600, description="seconds for each answer, as the referee's "
+                                      "-T gives them (the gauntlet's lab games set it); default: what is left of the "
+                                      "bot's hard deadline")
+    opponent_as_path: bool = Field(True, description="name the opponent on the colour line as the referee does, "
+                                   "by a path (./NAME): 2012 programs take a file name from it (Ramen crashes on a "
+                                   "bare name)")
 
     def argv(self) -> list[str]:
         """The command split like a shell, ``$NAME`` / ``${NAME}`` replaced by the environment's values;
@@ -113,7 +119,10 @@ class UccEngine:
             self.params.argv(), setup_time=self.params.setup_time, quit_time=self.params.quit_time,
             cwd=self.params.cwd, ruleset=ruleset,
         )
-        return self._run(self._program.start(colour, opponent or "unknown"))
+        name = opponent or "unknown"
+        if self.params.opponent_as_path and "/" not in name:
+            name = f"./{name}"  # the referee gives the opponent's path, and the programs expect one
+        return self._run(self._program.start(colour, name))
 
     def choose_move(self, game: Game, budget: SearchBudget) -> Move:
         program = self._playing()
@@ -121,8 +130,12 @@ class UccEngine:
             raise UccEngineError(f"asked for {game.side_to_move}'s move; the program plays {self._colour}")
         self._catch_up(game)
         last = game.history[-1] if game.history and game.history[-1].side != self._colour else None
-        # The program gets what is left of the client's hard deadline; a late answer is of no use.
-        program.move_time = max(0.01, budget.remaining(hard=True) - _DEADLINE_MARGIN)
+        # The program gets what is left of the client's hard deadline (a late answer is of no use), or the
+        # referee's fixed time an answer when the profile gives one.
+        if self.params.answer_time is not None:
+            program.move_time = self.params.answer_time
+        else:
+            program.move_time = max(0.01, budget.remaining(hard=True) - _DEADLINE_MARGIN)
         program.grace = 0.0
         try:
             move = self._run(program.get_move_for(game, last))
