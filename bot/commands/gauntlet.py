@@ -102,7 +102,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-turns", type=int, default=DEFAULT_MAX_TURNS, metavar="N",
                    help="a draw after N turns (a move of each), the referee's -m (default %(default)s)")
     p.add_argument("--wall-time", type=float, default=DEFAULT_WALL_TIME, metavar="S",
-                   help="stop a game after S seconds (recorded as adjourned, counted as a draw; default %(default)g)")
+                   help="stop a referee game after S seconds (recorded as adjourned, counted as a draw; default "
+                   "%(default)g); the lab's games end at the turn cap")
     p.add_argument("--concurrency", type=int, default=None,
                    help=f"games at a time (default: the usable cores, here {usable_cores()})")
     p.add_argument("--referee", type=Path, metavar="PATH",
