@@ -260,3 +260,22 @@ def test_the_adapter_names_the_opponent_by_a_path_as_the_referee_does(tmp_path: 
     engine.choose_setup(Side.RED, "perspecto", CLASSIC)
     engine.finish(None, None)
     assert heard.read_text().strip() == line
+
+
+def test_the_referees_turn_cap_in_plies() -> None:
+    """stratego -m 10 plays turns 1 to 9 and declares the draw: 18 plies (seen in a real game)."""
+    from bot.ucc.referee import referee_move_limit
+
+    assert referee_move_limit(10) == 18
+    assert referee_move_limit(5000) == 8000  # 9998, beyond our rules' longest game
+    with pytest.raises(ValueError):
+        referee_move_limit(1)
+
+
+def test_a_game_at_the_referees_turn_cap_is_a_draw_by_the_move_limit() -> None:
+    moves = [*MOVES[:4], "3 RED: 9 3 DOWN OK", "3 BLU: 0 4 DOWN OK"]
+    ending = ["Game ends on BLUE's turn - REASON: Game declared a draw after 4 turns",
+              "/x/red BLUE DRAW_DEFAULT 4 148 148"]
+    record = log_to_record(parse_referee_log(referee_log(moves, ending)), names=NAMES, max_turns=4)
+    assert record.result is not None and (record.result["winner"], record.result["reason"]) == (None, "move_limit")
+    analyse_record(record)

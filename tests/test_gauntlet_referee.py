@@ -73,6 +73,8 @@ def test_a_game_through_the_real_referee(ucc2012: Path, tmp_path: Path) -> None:
     for out in outs:
         result = parse_result_line(out.read_text().strip().splitlines()[-1])
         assert result.outcome in ("VICTORY", "DRAW_DEFAULT"), out.read_text()[-500:]  # no ILLEGAL, no BAD_SETUP
+        record = GameRecord.load(records / out.with_suffix(".json").name)
+        assert record.result is not None and record.result["reason"] in ("flag", "no_moves", "move_limit")
         log = parse_referee_log(out.with_suffix(".log").read_text())
         assert len(log.moves) > 0
     games = sorted(records.glob("perspecto-vs-*.json"))
@@ -93,5 +95,5 @@ def test_the_same_games_through_the_lab_and_the_ucc_adapter(ucc2012: Path, tmp_p
     assert row["games"] == 2 and row["forfeits_ours"] == 0 and row["forfeits_theirs"] == 0, summary
     for path in sorted(records.glob("perspecto-vs-*.json")):
         record = GameRecord.load(path)
-        assert record.options["two_squares"] is None and record.options["move_limit"] == 20  # the referee's rules
+        assert record.options["two_squares"] is None and record.options["move_limit"] == 18  # the referee's rules
         analyse_record(record)

@@ -100,7 +100,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--move-time", type=float, default=DEFAULT_MOVE_TIME, metavar="S",
                    help="seconds an answer, the referee's -T (default %(default)g)")
     p.add_argument("--max-turns", type=int, default=DEFAULT_MAX_TURNS, metavar="N",
-                   help="a draw after N turns (a move of each), the referee's -m (default %(default)s)")
+                   help="the referee's -m: a draw after N-1 turns (a move of each; default %(default)s)")
     p.add_argument("--wall-time", type=float, default=DEFAULT_WALL_TIME, metavar="S",
                    help="stop a referee game after S seconds (recorded as adjourned, counted as a draw; default "
                    "%(default)g); the lab's games end at the turn cap")
@@ -441,8 +441,9 @@ def main(args: argparse.Namespace) -> int:
     try:
         if args.profile not in profiles.profiles:
             raise GauntletError(f"unknown profile {args.profile!r} (known: {', '.join(sorted(profiles.profiles))})")
-        if not args.move_time > 0 or args.max_turns < 1 or not args.wall_time > 0:
-            raise GauntletError("--move-time and --wall-time must be above 0, --max-turns at least 1")
+        if not args.move_time > 0 or args.max_turns < 2 or not args.wall_time > 0:
+            raise GauntletError("--move-time and --wall-time must be above 0, --max-turns at least 2 (the referee "
+                                "plays one turn fewer)")
         concurrency = args.concurrency if args.concurrency is not None else usable_cores()
         if concurrency < 1:
             raise GauntletError(f"--concurrency must be at least 1, not {concurrency}")

@@ -173,9 +173,13 @@ _RECORD_OUTCOME = {OutcomeKind.OK: None, OutcomeKind.KILLS: "x", OutcomeKind.DIE
 
 
 def referee_move_limit(max_turns: int) -> int:
-    """The referee's turn cap in plies, within our rules' longest game (``MAX_MOVE_LIMIT``, 8000 plies: the
-    referee's default 5000 turns are 10 000). A game that goes on past it is recorded up to it, a draw."""
-    return min(2 * max_turns, MAX_MOVE_LIMIT)
+    """The referee's turn cap in plies, within our rules' longest game (``MAX_MOVE_LIMIT``, 8000 plies). The
+    referee counts turns from 1 and plays while the count is below ``-m``: ``max_turns - 1`` turns of two
+    plies (its default 5000 turns are 9998 plies). A game that goes on past 8000 is recorded up to there, a
+    draw."""
+    if max_turns < 2:
+        raise ValueError(f"the referee's turn cap must be at least 2 (one turn is played), not {max_turns}")
+    return min(2 * (max_turns - 1), MAX_MOVE_LIMIT)
 
 
 def referee_rules(max_turns: int = DEFAULT_MAX_TURNS, ruleset: Ruleset = CLASSIC) -> RulesOptions:
@@ -226,7 +230,7 @@ def log_to_record(log: RefereeLog, *, names: dict[Side, str], game_id: str = "",
     game = Game(options, placements[Side.RED], placements[Side.BLUE])
     last_failed: LoggedMove | None = None
     for number, logged in enumerate(log.moves, start=1):
-        if game.result is not None and game.result.reason == "move_limit" and options.move_limit < 2 * max_turns:
+        if game.result is not None and game.result.reason == "move_limit" and options.move_limit < 2 * (max_turns - 1):
             break  # past our rules' longest game: recorded as far as it goes, a draw
         if game.result is not None:
             raise RefereeLogError(f"move {number} ({logged.side} turn {logged.turn}): the game was over: {game.result}")
