@@ -48,6 +48,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("results", "bot.commands.results", "the bot's results per opponent, from its opponent store"),
     Command("analyse", "bot.commands.analyse", "causes of loss and chases, counted from game records"),
     Command("ucc", "bot.commands.ucc", "play one game under the UCC 2012 Stratego manager (stdin/stdout)"),
+    Command("gauntlet", "bot.commands.gauntlet",
+            "one engine against UCC programs at a tournament clock: W/D/L, score interval, causes of loss"),
 )
 COMMANDS_BY_NAME = {command.name: command for command in COMMANDS}
 COMMAND_MODULES = [command.module for command in COMMANDS]

@@ -55,6 +55,8 @@ ENV_NOT_SETTINGS = frozenset({
     "PERSPECTO_BUILDAH_ROOT",      # scripts/build-image: buildah's storage root
     "PERSPECTO_GAME_CMD",          # scripts/build-image: the image self-check's game command
     "PERSPECTO_SKIP_IMAGE_BUILD",  # tests/test_dockerfile.py: do not build the image
+    "PERSPECTO_UCC2012",           # bot/ucc/engine.py: the bin/ folder of the UCC 2012 programs (ucc-* profiles)
+    "PERSPECTO_UCC2012_REFEREE",   # bot/commands/gauntlet.py: the UCC 2012 referee stratego
 })
 
 # A key's path in a file: ("connection", "port"), ("engine_params", "fear", "own_fear_min").

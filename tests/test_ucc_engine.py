@@ -74,7 +74,7 @@ def test_the_program_sets_up_moves_hears_the_outcomes_and_quits(tmp_path: Path) 
     game.play(engine.choose_move(game, budget()))
     assert engine.finish(game, "BLUE") == 0
     lines = log.read_text().splitlines()
-    assert lines[0] == "RED tester 10 10"
+    assert lines[0] == "RED ./tester 10 10"  # a path, as the referee gives it
     assert lines[1] == "START" and len(lines[2:12]) == 10 and lines[2].startswith("FB8sB479B8")
     assert lines[12] == "0 3 DOWN OK"  # its own move echoed, once the host has reported it
     assert lines[13] == move_line(game.history[1])  # the opponent's move, then the board again

@@ -113,6 +113,10 @@ def print_tables(console: Console, games: list[GameAnalysis], by: GroupBy) -> No
         console.print(f"{group.name}: marshal or general lost to a bomb or the spy {group.lost_to_bomb_or_spy} "
                       f"of {group.tracked_pieces}; {headline(group)}", highlight=False, soft_wrap=True)
     print_table(console, flags_table(groups))
+    for group in groups.values():
+        console.print(f"{group.name}: {group.taken_in_half} pieces taken in its own half by enemy pieces it had "
+                      f"been shown (the most by one raider in a row: {group.longest_raid})",
+                      highlight=False, soft_wrap=True)
     print_table(console, chases_table(groups))
     if any(group.risks is not None for group in groups.values()):
         print_table(console, risks_table(groups))

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
 import shlex
 import sys
 from collections.abc import Coroutine, Mapping
@@ -48,18 +50,47 @@ class UccEngineParams(BaseModel):
     cwd: Path | None = Field(None, description="working directory of the program")
     setup_time: float = Field(10.0, gt=0, le=600, description="seconds the program has for its setup")
     quit_time: float = Field(2.0, gt=0, le=60, description="seconds it has to exit after QUIT")
+    answer_time: float | None = Field(None, gt=0, le=600, description="seconds for each answer, as the referee's "
+                                      "-T gives them (the gauntlet's lab games set it); default: what is left of the "
+                                      "bot's hard deadline")
+    opponent_as_path: bool = Field(True, description="name the opponent on the colour line as the referee does, "
+                                   "by a path (./NAME): 2012 programs take a file name from it (Ramen crashes on a "
+                                   "bare name)")
 
     def argv(self) -> list[str]:
-        """The command split like a shell; ``perspecto`` as the program means this installation's own
-        (so ``perspecto ucc --profile minimax`` works whether or not the venv is on PATH)."""
-        argv = shlex.split(self.command)
+        """The command split like a shell, ``$NAME`` / ``${NAME}`` replaced by the environment's values;
+        ``perspecto`` as the program means this installation's own (so ``perspecto ucc --profile minimax``
+        works whether or not the venv is on PATH). A variable that is not set, or a program given by a path
+        that is not an executable file, is a ``UccCommandError`` that says so (the shipped ``ucc-*``
+        profiles find the 2012 programs through ``$PERSPECTO_UCC2012``)."""
+        missing = [name for name in _VARIABLE.findall(self.command) if not os.environ.get(name.strip("{}"))]
+        if missing:
+            names = ", ".join(sorted({"$" + name.strip("{}") for name in missing}))
+            hint = UCC2012_HINT if "PERSPECTO_UCC2012" in names else ""
+            raise UccCommandError(f"the command {self.command!r} needs {names}, which is not set{hint}")
+        argv = shlex.split(os.path.expandvars(self.command))
         if argv and argv[0] == "perspecto":
             return [sys.executable, "-m", "bot.cli", *argv[1:]]
+        if argv and os.sep in argv[0]:
+            program = Path(argv[0]) if self.cwd is None or Path(argv[0]).is_absolute() else self.cwd / argv[0]
+            if not (program.is_file() and os.access(program, os.X_OK)):
+                hint = UCC2012_HINT if "PERSPECTO_UCC2012" in self.command else ""
+                raise UccCommandError(f"the command {self.command!r}: {program} is not an executable file{hint}")
         return argv
 
 
 class UccEngineError(RuntimeError):
     """The program cannot play (any more) this game; the client falls back to its own moves."""
+
+
+class UccCommandError(UccEngineError):
+    """The profile's command cannot be run here: a variable it names is not set, or its program is missing."""
+
+
+# $NAME or ${NAME} in a command (os.path.expandvars's forms).
+_VARIABLE = re.compile(r"\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
+UCC2012_HINT = (": set PERSPECTO_UCC2012 to the bin/ folder of a build of the UCC 2012 programs "
+                "(../shared/opponents/ucc2012/build OUT prints it: OUT/bin)")
 
 
 class UccEngine:
@@ -88,7 +119,10 @@ class UccEngine:
             self.params.argv(), setup_time=self.params.setup_time, quit_time=self.params.quit_time,
             cwd=self.params.cwd, ruleset=ruleset,
         )
-        return self._run(self._program.start(colour, opponent or "unknown"))
+        name = opponent or "unknown"
+        if self.params.opponent_as_path and "/" not in name:
+            name = f"./{name}"  # the referee gives the opponent's path, and the programs expect one
+        return self._run(self._program.start(colour, name))
 
     def choose_move(self, game: Game, budget: SearchBudget) -> Move:
         program = self._playing()
@@ -96,8 +130,12 @@ class UccEngine:
             raise UccEngineError(f"asked for {game.side_to_move}'s move; the program plays {self._colour}")
         self._catch_up(game)
         last = game.history[-1] if game.history and game.history[-1].side != self._colour else None
-        # The program gets what is left of the client's hard deadline; a late answer is of no use.
-        program.move_time = max(0.01, budget.remaining(hard=True) - _DEADLINE_MARGIN)
+        # The program gets what is left of the client's hard deadline (a late answer is of no use), or the
+        # referee's fixed time an answer when the profile gives one.
+        if self.params.answer_time is not None:
+            program.move_time = self.params.answer_time
+        else:
+            program.move_time = max(0.01, budget.remaining(hard=True) - _DEADLINE_MARGIN)
         program.grace = 0.0
         try:
             move = self._run(program.get_move_for(game, last))

@@ -17,7 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from engine_ext.lab.causes import BACK_ROWS, TRACKED_RANKS, Cause, FlagFall, LossObserver, PieceFate
+from engine_ext.lab.causes import BACK_ROWS, TRACKED_RANKS, Cause, FlagFall, LossObserver, PieceFate, TakenInHalf
 from engine_ext.lab.chases import Chase, ChaseEnd, ChaseObserver
 from engine_ext.lab.game_events import Observer, walk
 from engine_ext.lab.risks import RiskObserver, RiskSummary, RiskyAttack
@@ -42,6 +42,7 @@ class GameAnalysis:
     flags: list[FlagFall]
     chases: list[Chase]
     risks: list[RiskyAttack] | None = None  # with ``beliefs``: the marshals' and generals' risky attacks
+    taken_in_half: list[TakenInHalf] = field(default_factory=list)  # pieces lost to known raiders at home
 
     def group(self, side: Side, by: GroupBy) -> str:
         return self.players[side] if by is GroupBy.PROFILE else str(side)
@@ -58,6 +59,7 @@ def analyse_record(record: GameRecord, *, beliefs: bool = False) -> GameAnalysis
         game_id=record.game_id, players={Side.RED: record.red.name, Side.BLUE: record.blue.name},
         result=record.result, plies=len(record.moves), fates=losses.fates, flags=losses.flags,
         chases=chases.chases, risks=risks.attacks if risks is not None else None,
+        taken_in_half=losses.taken_in_half,
     )
 
 
@@ -181,6 +183,8 @@ class GroupSummary:
     flags: FlagSummary = field(default_factory=FlagSummary)
     chases: ChaseSummary = field(default_factory=ChaseSummary)
     risks: RiskSummary | None = None  # only when the games were analysed with their beliefs
+    taken_in_half: int = 0  # pieces lost in its own half to enemy pieces it had been shown
+    longest_raid: int = 0  # the most such takes by one raider in a row, over the games
 
     @property
     def lost_to_bomb_or_spy(self) -> int:
@@ -196,6 +200,7 @@ class GroupSummary:
             "games": self.games, "lost_to_bomb_or_spy": self.lost_to_bomb_or_spy,
             "ranks": {rank.label: s.to_json() for rank, s in self.ranks.items()},
             "flags": self.flags.to_json(), "chases": self.chases.to_json(),
+            "taken_in_half": self.taken_in_half, "longest_raid": self.longest_raid,
             **({"risks": self.risks.to_json()} if self.risks is not None else {}),
         }
 
@@ -217,6 +222,10 @@ def summarise(games: Iterable[GameAnalysis], by: GroupBy = GroupBy.PROFILE) -> d
             for chase in game.chases:
                 if chase.side == side:
                     group.chases.add(chase)
+            for taken in game.taken_in_half:
+                if taken.side == side:
+                    group.taken_in_half += 1
+                    group.longest_raid = max(group.longest_raid, taken.run)
             if game.risks is not None:
                 if group.risks is None:
                     group.risks = RiskSummary()
@@ -239,6 +248,8 @@ def game_json(game: GameAnalysis) -> dict[str, Any]:
                    "raider_known": f.raider_known, "guards": f.guards, "nearest_guard": f.nearest_guard,
                    "bombs_at_start": f.bombs_at_start, "bombs_left": f.bombs_left, "bombs": f.bomb_state.value}
                   for f in game.flags],
+        "taken_in_half": [{"side": str(t.side), "ply": t.ply, "square": str(t.square), "taken": t.taken.label,
+                           "raider": t.raider_rank.label, "run": t.run} for t in game.taken_in_half],
         "chases": [{"side": str(c.side), "chaser": c.chaser_rank.label, "chased": c.chased_rank.label,
                     "start_ply": c.start_ply, "end_ply": c.end_ply, "length": c.length, "end": c.end.value}
                    for c in game.chases],

@@ -20,6 +20,12 @@ For the flag, a ``FlagFall`` when it was taken: the raider's rank, whether the r
 flag's owner, the owner's movable pieces within distance 2 of the flag ("guards") and the distance of the
 nearest one (distance: steps along rows and columns, lakes ignored), and the bombs that stood next to the
 flag in the setup and how many of them were left.
+
+For a known raider in one's own half, a ``TakenInHalf`` for every piece lost in one's own half (rows 1 to 5
+from one's back row) to an attacking enemy piece whose rank had been shown before that attack (issue 32:
+"a known enemy general walks through our half and takes piece after piece"). ``run`` counts the raider's
+takes of this kind in a row (any other fight of the raider ends its run): the longest run of a game is the
+figure issue 32 quotes ("12 in a row").
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from engine_ext.rules.rulesets import Square
 TRACKED_RANKS = (Rank.MARSHAL, Rank.GENERAL)
 GUARD_DISTANCE = 2  # a movable piece this close to its flag (or closer) counts as a guard
 BACK_ROWS = 2  # rows 1 and 2 from the owner's side are its "back rows"
+HALF_ROWS = 5  # rows 1 to 5 from a side's back row are its half of the board
 
 
 class Cause(StrEnum):
@@ -100,6 +107,18 @@ class FlagFall:
         return BombState.REMOVED if self.bombs_left == 0 else BombState.BREACHED
 
 
+@dataclass(frozen=True)
+class TakenInHalf:
+    """A piece of ``side`` taken in its own half by an enemy piece whose rank ``side`` had been shown."""
+
+    side: Side  # the side that lost the piece
+    ply: int
+    square: Square
+    taken: Rank
+    raider_rank: Rank
+    run: int  # 1 for the raider's first such take, 2 for its second in a row, ...
+
+
 def distance(a: Square, b: Square) -> int:
     return abs(a.col - b.col) + abs(a.row - b.row)
 
@@ -110,6 +129,8 @@ class LossObserver:
 
     fates: list[PieceFate] = field(default_factory=list)
     flags: list[FlagFall] = field(default_factory=list)
+    taken_in_half: list[TakenInHalf] = field(default_factory=list)
+    _runs: dict[int, int] = field(default_factory=dict)  # raider pid -> its takes in a row so far
     _tracked: dict[int, tuple[Side, Rank]] = field(default_factory=dict)  # pid -> (side, rank), still alive
     _flag_bombs: dict[int, list[int]] = field(default_factory=dict)  # flag pid -> ids of its bombs
 
@@ -137,6 +158,22 @@ class LossObserver:
             self._lost(event, event.target, attacked=False, view=view)
         if event.target_rank == Rank.FLAG:
             self._flag_fell(event, view)
+        self._raid(event, view)
+
+    def _raid(self, event: PlyEvent, view: ReplayView) -> None:
+        """A known raider's take in the victim's half; any other fight of the raider ends its run."""
+        assert event.target_rank is not None
+        victim = event.side.other
+        if (event.outcome == "x" and event.mover_known and event.target_rank != Rank.FLAG
+                and view.row_from_back(victim, event.to) <= HALF_ROWS):
+            run = self._runs.get(event.mover, 0) + 1
+            self._runs[event.mover] = run
+            self.taken_in_half.append(TakenInHalf(side=victim, ply=event.ply, square=event.to,
+                                                  taken=event.target_rank, raider_rank=event.mover_rank, run=run))
+        else:
+            self._runs.pop(event.mover, None)
+        if event.target is not None and event.outcome != "o":
+            self._runs.pop(event.target, None)  # the target fell: its own run is over
 
     def _lost(self, event: PlyEvent, pid: int, *, attacked: bool, view: ReplayView) -> None:
         side, rank = self._tracked.pop(pid)

@@ -1,0 +1,206 @@
+"""The gauntlet's table: one engine against a set of independent programs, read from the games' records.
+
+Pure: records in, per-opponent summaries out (``perspecto gauntlet`` plays the games and prints these; the
+same folder read again gives the same table). A record counts for the pairing "ours against the other
+player"; ``ours`` is the name our player has in the records (the profile's name).
+
+Per opponent: wins, draws and losses (a game stopped at its wall-time bound, ``adjourned``, counts as a
+draw and is also shown on its own), the score with its 95 % Wilson interval (independent games: the
+programs choose their own setups, so games do not pair), forfeits on either side (an illegal or late answer, a
+surrender, a bad setup), the game lengths, and the causes of every loss from ``analysis.analyse_record``:
+how the loss ended (our flag taken, and by what; no movable pieces or no moves; a forfeit) and how our
+marshal and general fell in the lost games (to a bomb, to the spy, to a higher piece), plus, over all
+games, our pieces taken in our own half by enemy pieces we had been shown (``causes.TakenInHalf``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine_ext.lab.analysis import GameAnalysis
+from engine_ext.lab.causes import Cause
+from engine_ext.lab.stats import Trinomial, normal_quantile
+from engine_ext.rules.pieces import Rank, Side
+
+# Why a lost game ended, from its result's reason.
+LOSS_FLAG = "flag"
+LOSS_NO_MOVES = "no_moves"  # no movable piece left, or none that may move
+LOSS_FORFEIT = "forfeit"  # when the reason does not say which (forfeit_setup, forfeit_timeout... do)
+
+
+@dataclass(frozen=True)
+class GauntletGame:
+    """One game from our side: against whom, with which colour, how it ended and why it was lost."""
+
+    game_id: str
+    opponent: str
+    side: Side  # our colour
+    score: float  # 1, 0.5 or 0 for us
+    reason: str
+    plies: int
+    forfeit_ours: bool
+    forfeit_theirs: bool
+    stopped: bool  # cut off at the wall-time bound (adjourned): counted as a draw
+    loss: str | None  # LOSS_FLAG, LOSS_NO_MOVES, the forfeit's reason or the reason itself; None unless lost
+    flag_raider: Rank | None  # the piece that took our flag
+    top_losses: tuple[tuple[Rank, Cause], ...]  # our marshal / general that fell, and to what
+    taken_in_half: int  # our pieces taken in our half by enemy pieces we had been shown
+    longest_raid: int
+
+    @property
+    def lost(self) -> bool:
+        return self.score == 0.0
+
+
+def gauntlet_game(game: GameAnalysis, ours: str) -> GauntletGame | None:
+    """The game from ``ours``'s side; None when ``ours`` did not play it."""
+    sides = [side for side, name in game.players.items() if name == ours]
+    if len(sides) != 1:
+        return None
+    side = sides[0]
+    result = game.result or {}
+    winner, reason = result.get("winner"), str(result.get("reason") or "unknown")
+    forfeits = {Side.parse(s) for s in result.get("forfeits") or []}
+    score = 0.5 if winner is None else (1.0 if Side.parse(winner) == side else 0.0)
+    loss: str | None = None
+    raider: Rank | None = None
+    if score == 0.0:
+        if side in forfeits or reason.startswith("forfeit"):
+            loss = reason if reason.startswith("forfeit") else LOSS_FORFEIT  # forfeit_setup, forfeit_timeout, ...
+        elif reason == "flag":
+            loss = LOSS_FLAG
+            raider = next((f.raider_rank for f in game.flags if f.side == side), None)
+        elif reason in ("no_moves", "no_movable_pieces"):
+            loss = LOSS_NO_MOVES
+        else:
+            loss = reason
+    taken = [t for t in game.taken_in_half if t.side == side]
+    return GauntletGame(
+        game_id=game.game_id, opponent=game.players[side.other], side=side, score=score, reason=reason,
+        plies=game.plies, forfeit_ours=side in forfeits, forfeit_theirs=side.other in forfeits,
+        stopped=reason == "adjourned", loss=loss, flag_raider=raider,
+        top_losses=tuple((f.rank, f.cause) for f in game.fates if f.side == side and f.lost),
+        taken_in_half=len(taken), longest_raid=max((t.run for t in taken), default=0),
+    )
+
+
+@dataclass(frozen=True)
+class ScoreInterval:
+    score: float
+    low: float
+    high: float
+
+
+def score_interval(trinomial: Trinomial, confidence: float = 0.95) -> ScoreInterval | None:
+    """The mean score per game with its Wilson interval; None for no games. Games are the trials (every game
+    has its own setups). Wilson, not the normal approximation the lab's matches use: a gauntlet has a few
+    dozen games an opponent, often all won or all lost, where the normal interval shrinks to nothing. A draw
+    counts as half a win, which makes the interval a little wider than the draws' smaller spread needs."""
+    n = trinomial.games
+    if n == 0:
+        return None
+    p = trinomial.score
+    z = normal_quantile(confidence)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return ScoreInterval(p, max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass
+class OpponentSummary:
+    """Everything the gauntlet reports about one opponent."""
+
+    opponent: str
+    games: list[GauntletGame] = field(default_factory=list)
+
+    def add(self, game: GauntletGame) -> None:
+        self.games.append(game)
+
+    @property
+    def trinomial(self) -> Trinomial:
+        scores = Counter(g.score for g in self.games)
+        return Trinomial(wins=scores[1.0], draws=scores[0.5], losses=scores[0.0])
+
+    @property
+    def interval(self) -> ScoreInterval | None:
+        return score_interval(self.trinomial)
+
+    @property
+    def forfeits_ours(self) -> int:
+        return sum(g.forfeit_ours for g in self.games)
+
+    @property
+    def forfeits_theirs(self) -> int:
+        return sum(g.forfeit_theirs for g in self.games)
+
+    @property
+    def stopped(self) -> int:
+        return sum(g.stopped for g in self.games)
+
+    @property
+    def plies(self) -> list[int]:
+        return sorted(g.plies for g in self.games)
+
+    @property
+    def loss_causes(self) -> Counter[str]:
+        """How the lost games ended: ``flag`` (``flag by scout`` ...), ``no_moves``, ``forfeit``."""
+        out: Counter[str] = Counter()
+        for g in self.games:
+            if g.loss is not None:
+                out[f"flag by {g.flag_raider.label}" if g.loss == LOSS_FLAG and g.flag_raider else g.loss] += 1
+        return out
+
+    @property
+    def top_losses_in_lost_games(self) -> Counter[str]:
+        """Our marshal and general lost in the games we lost: ``marshal to bomb``, ``general to higher``..."""
+        return Counter(f"{rank.label} to {cause.value}" for g in self.games if g.lost for rank, cause in g.top_losses)
+
+    @property
+    def top_losses_all(self) -> Counter[str]:
+        return Counter(f"{rank.label} to {cause.value}" for g in self.games for rank, cause in g.top_losses)
+
+    @property
+    def taken_in_half(self) -> int:
+        return sum(g.taken_in_half for g in self.games)
+
+    @property
+    def longest_raid(self) -> int:
+        return max((g.longest_raid for g in self.games), default=0)
+
+    def to_json(self) -> dict[str, Any]:
+        t, interval = self.trinomial, self.interval
+        return {
+            "opponent": self.opponent, "games": t.games, "wins": t.wins, "draws": t.draws, "losses": t.losses,
+            "score": None if interval is None else interval.score,
+            "score_low": None if interval is None else interval.low,
+            "score_high": None if interval is None else interval.high,
+            "forfeits_ours": self.forfeits_ours, "forfeits_theirs": self.forfeits_theirs, "stopped": self.stopped,
+            "plies": self.plies, "loss_causes": dict(self.loss_causes),
+            "top_losses_in_lost_games": dict(self.top_losses_in_lost_games),
+            "top_losses_all_games": dict(self.top_losses_all),
+            "taken_in_half": self.taken_in_half, "longest_raid": self.longest_raid,
+            "lost_games": [g.game_id for g in self.games if g.lost],
+        }
+
+
+def summarise_gauntlet(games: Iterable[GameAnalysis], ours: str) -> dict[str, OpponentSummary]:
+    """Per opponent, in order of first appearance; games ``ours`` did not play are left out."""
+    out: dict[str, OpponentSummary] = {}
+    for analysis in games:
+        game = gauntlet_game(analysis, ours)
+        if game is not None:
+            out.setdefault(game.opponent, OpponentSummary(game.opponent)).add(game)
+    return out
+
+
+def total(summaries: Iterable[OpponentSummary]) -> OpponentSummary:
+    """All opponents together (the "whole set" row)."""
+    out = OpponentSummary("all")
+    for summary in summaries:
+        for game in summary.games:
+            out.add(game)
+    return out

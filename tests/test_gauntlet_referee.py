@@ -1,0 +1,99 @@
+"""Real games against a real sparring program (issue 32, point 4): the UCC 2012 programs built from
+``../shared/opponents/ucc2012`` (the copy of shared/ beside the clone; test material, never in the
+repository), then ``perspecto gauntlet`` plays basic_cpp through the real referee ``stratego`` (Perspecto as
+the program its ``perspecto ucc --write-wrapper`` script starts) and through the lab's own UCC adapter.
+
+Slow: the build takes a minute or so, and each game is a real game at a real clock (with a turn cap). Skipped,
+with the reason, where ../shared, g++, make or a Python 2.7 (the build needs one) is missing.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.ucc.referee import parse_referee_log, parse_result_line
+from engine_ext.lab.analysis import analyse_record
+from engine_ext.rules.record import GameRecord
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+BUILD = REPO.parent / "shared" / "opponents" / "ucc2012" / "build"
+
+
+def python2() -> str | None:
+    """The Python 2.7 the build script would find: $PY2, pyenv's 2.7, python2.7 on PATH."""
+    found = [os.environ.get("PY2"), *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/2.7*/bin/python2.7"))),
+             shutil.which("python2.7")]
+    return next((p for p in found if p and os.access(p, os.X_OK)), None)
+
+
+@pytest.fixture(scope="module")
+def ucc2012(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The build's folder (bin/ with one executable a program, judge/manager/stratego the referee)."""
+    missing = [what for what, ok in (("../shared (the sparring programs beside the clone)", BUILD.is_file()),
+                                     ("g++", shutil.which("g++")), ("make", shutil.which("make")),
+                                     ("a Python 2.7", python2())) if not ok]
+    if missing:
+        pytest.skip(f"cannot build the UCC 2012 programs: no {', no '.join(missing)}")
+    out = tmp_path_factory.mktemp("ucc2012")
+    done = subprocess.run([str(BUILD), str(out)], capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (out / "bin" / "basic_cpp").is_file() and (out / "judge" / "manager" / "stratego").is_file()
+    yield out
+
+
+def gauntlet(ucc2012: Path, records: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """Two games (one a colour) against basic_cpp, 10 turns each. The referee's -T 6: the setup counts from
+    the colour line, so Perspecto's start-up has to fit in it on a busy CI machine too."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PERSPECTO_")}
+    env["PERSPECTO_UCC2012"] = str(ucc2012 / "bin")
+    command = [sys.executable, "-m", "bot.cli", "gauntlet", "ucc-basic_cpp", "--config", str(REPO / "config"),
+               "--games", "2", "--concurrency", "1", "--move-time", "6", "--max-turns", "10", "--wall-time", "600",
+               "--records", str(records), "--json", str(records / "gauntlet.json"), *extra]
+    return subprocess.run(command, capture_output=True, text=True, timeout=1200, check=False, env=env, cwd=REPO)
+
+
+def test_a_game_through_the_real_referee(ucc2012: Path, tmp_path: Path) -> None:
+    records = tmp_path / "records"
+    run = gauntlet(ucc2012, records)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    # The referee's own last line parses, and its log became a record that replays, for both colours.
+    outs = sorted((records / "referee").glob("*.out"))
+    assert len(outs) == 2
+    for out in outs:
+        result = parse_result_line(out.read_text().strip().splitlines()[-1])
+        assert result.outcome in ("VICTORY", "DRAW_DEFAULT"), out.read_text()[-500:]  # no ILLEGAL, no BAD_SETUP
+        record = GameRecord.load(records / out.with_suffix(".json").name)
+        assert record.result is not None and record.result["reason"] in ("flag", "no_moves", "move_limit")
+        log = parse_referee_log(out.with_suffix(".log").read_text())
+        assert len(log.moves) > 0
+    games = sorted(records.glob("perspecto-vs-*.json"))
+    assert [GameRecord.load(p).red.name for p in games] == ["perspecto", "ucc-basic_cpp"]  # colours alternate
+    for path in games:
+        analyse_record(GameRecord.load(path))
+    summary = json.loads((records / "gauntlet.json").read_text())
+    (row,) = summary["opponents"]
+    assert row["games"] == 2 and row["forfeits_ours"] == 0, summary
+
+
+def test_the_same_games_through_the_lab_and_the_ucc_adapter(ucc2012: Path, tmp_path: Path) -> None:
+    records = tmp_path / "records"
+    run = gauntlet(ucc2012, records, "--via", "lab", "--seed", "1")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    summary = json.loads((records / "gauntlet.json").read_text())
+    (row,) = summary["opponents"]
+    assert row["games"] == 2 and row["forfeits_ours"] == 0 and row["forfeits_theirs"] == 0, summary
+    for path in sorted(records.glob("perspecto-vs-*.json")):
+        record = GameRecord.load(path)
+        assert record.options["two_squares"] is None and record.options["move_limit"] == 18  # the referee's rules
+        analyse_record(record)
