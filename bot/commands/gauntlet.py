@@ -37,6 +37,7 @@ from rich.table import Table
 from bot.config import BotProfile, ProfileError, profile_from_mapping
 from bot.profiles import ProfileSet, load_configuration
 from bot.settings import config_dir
+from bot.tables import print_table
 from bot.ucc.engine import UccCommandError, UccEngineParams
 from bot.ucc.referee import (
     DEFAULT_MAX_TURNS,
@@ -413,7 +414,7 @@ def report(paths: Sequence[Path], ours: str, console: Console, *, seconds: float
     if not summaries:
         console.print(f"[red]no games of {ours!r} among the {len(paths)} records[/red]", highlight=False)
         return 1
-    console.print(gauntlet_table(summaries, ours))
+    print_table(console, gauntlet_table(summaries, ours))
     played = sum(len(s.games) for s in summaries.values())
     rate = None
     if seconds:
