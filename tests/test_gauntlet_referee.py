@@ -23,6 +23,7 @@ import pytest
 from bot.ucc.referee import parse_referee_log, parse_result_line
 from engine_ext.lab.analysis import analyse_record
 from engine_ext.rules.record import GameRecord
+from tests.conftest import REAL_HOME
 
 pytestmark = pytest.mark.slow
 
@@ -31,10 +32,18 @@ BUILD = REPO.parent / "shared" / "opponents" / "ucc2012" / "build"
 
 
 def python2() -> str | None:
-    """The Python 2.7 the build script would find: $PY2, pyenv's 2.7, python2.7 on PATH."""
-    found = [os.environ.get("PY2"), *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/2.7*/bin/python2.7"))),
+    """A Python 2.7 for the build script: $PY2, pyenv's 2.7 ($PYENV_ROOT, else the real home's ~/.pyenv: the tests'
+    HOME is a temporary folder), python2.7 on PATH. A pyenv shim on PATH is no Python 2 unless it runs as one."""
+    roots = [os.environ.get("PYENV_ROOT"), str(REAL_HOME / ".pyenv")]
+    found = [os.environ.get("PY2"),
+             *(p for root in roots if root for p in sorted(glob.glob(f"{root}/versions/2.7*/bin/python2.7"))),
              shutil.which("python2.7")]
-    return next((p for p in found if p and os.access(p, os.X_OK)), None)
+    for candidate in found:
+        if candidate and os.access(candidate, os.X_OK) and subprocess.run(
+                [candidate, "-c", "import sys; assert sys.version_info[0] == 2"], capture_output=True,
+                timeout=60, check=False).returncode == 0:
+            return candidate
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +55,8 @@ def ucc2012(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if missing:
         pytest.skip(f"cannot build the UCC 2012 programs: no {', no '.join(missing)}")
     out = tmp_path_factory.mktemp("ucc2012")
-    done = subprocess.run([str(BUILD), str(out)], capture_output=True, text=True, timeout=900, check=False)
+    done = subprocess.run([str(BUILD), str(out)], capture_output=True, text=True, timeout=900, check=False,
+                          env={**os.environ, "PY2": str(python2())})
     assert done.returncode == 0, done.stderr[-2000:]
     assert (out / "bin" / "basic_cpp").is_file() and (out / "judge" / "manager" / "stratego").is_file()
     yield out
