@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shlex
 import sys
 from collections.abc import Coroutine, Mapping
@@ -25,8 +26,8 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.daemon.engine_interface import EngineConfigError, SearchBudget
 from bot.ucc.opponent import UccOpponent, UccOpponentError, UccSurrender
+from engine_ext.engine.interface import EngineConfigError, SearchBudget
 from engine_ext.rules.game import Game, Move
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.rulesets import Ruleset, Square
@@ -35,6 +36,8 @@ from protocol.validation import validation_text
 log = structlog.get_logger()
 T = TypeVar("T")
 
+# Where a machine keeps its UCC programs when they are not at the paths the profiles name (a lab worker).
+UCC_DIR_ENV = "PERSPECTO_UCC_DIR"
 # Kept back from the client's hard deadline for the echo and the thread hand-over.
 _DEADLINE_MARGIN = 0.1
 
@@ -51,10 +54,17 @@ class UccEngineParams(BaseModel):
 
     def argv(self) -> list[str]:
         """The command split like a shell; ``perspecto`` as the program means this installation's own
-        (so ``perspecto ucc --profile minimax`` works whether or not the venv is on PATH)."""
+        (so ``perspecto ucc --profile minimax`` works whether or not the venv is on PATH). A program path
+        that is not on this machine is looked up by its file name in ``$PERSPECTO_UCC_DIR`` if set: the
+        setting of a lab cluster's worker whose programs live elsewhere than the client's (docs/lab.md)."""
         argv = shlex.split(self.command)
         if argv and argv[0] == "perspecto":
             return [sys.executable, "-m", "bot.cli", *argv[1:]]
+        folder = os.environ.get(UCC_DIR_ENV)
+        if argv and folder and "/" in argv[0] and not Path(argv[0]).exists():
+            here = Path(folder) / Path(argv[0]).name
+            if here.exists():
+                argv[0] = str(here)
         return argv
 
 
