@@ -151,6 +151,7 @@ def perspecto(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120)
 
 
+@pytest.mark.slow  # four runs of the command: a minute and more on a busy machine
 def test_match_resume_from_the_cli_carries_on_to_more_games(tmp_path: Path) -> None:
     common = ("match", "random", "random", "--move-limit", "30", "--seed", "4", "--concurrency", "1")
     whole = perspecto(*common, "--games", "6", "--records", str(tmp_path / "whole"))
