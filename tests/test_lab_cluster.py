@@ -230,3 +230,9 @@ def test_a_scheduler_that_goes_away_ends_the_run_saved_and_resume_finishes_it(cl
     whole = perspecto(*args, "--concurrency", "1", "--records", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stdout + whole.stderr
     assert records_of(records) == records_of(tmp_path / "whole")
+
+
+def test_without_dask_installed_the_cluster_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed: importing it fails
+    with pytest.raises(ClusterError, match=r"pip install 'perspecto\[cluster\]'"):
+        ClusterPool("tcp://127.0.0.1:1").connect()

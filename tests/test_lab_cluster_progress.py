@@ -166,3 +166,8 @@ def test_match_resume_from_the_cli_carries_on_to_more_games(tmp_path: Path) -> N
     refused = perspecto(*common[:-2], "--games", "6", "--records", str(tmp_path / "resumed"), "--resume",
                         "--move-time", "1")
     assert refused.returncode == 2 and "was saved by another run" in refused.stdout
+
+
+def test_resume_needs_the_seed_of_the_run_it_carries_on(tmp_path: Path) -> None:
+    run = perspecto("match", "random", "random", "--games", "2", "--records", str(tmp_path), "--resume")
+    assert run.returncode == 2 and "--resume carries on the run of one seed: give its --seed" in run.stdout
