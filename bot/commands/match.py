@@ -282,6 +282,10 @@ def play_lab(args: argparse.Namespace) -> int:
             announce(console, web.start())
         except OSError as exc:
             console.print(f"[red]cannot serve the web view on {args.web}: {exc}[/red]", highlight=False)
+            if log is not None:
+                log.close()
+            if pool is not None:
+                pool.close()
             return 1
     started = time.monotonic()
     interrupted = lost = False
@@ -296,12 +300,12 @@ def play_lab(args: argparse.Namespace) -> int:
             run_matches(matches, concurrency=concurrency, on_game=on_game, pool=pool, saved=saved)
     except KeyboardInterrupt:
         interrupted = True
-        console.print("[yellow]interrupted: the results so far[/yellow]" + _resume_hint(log))
+        console.print("[yellow]interrupted: the results so far[/yellow]" + _resume_hint(log, seed))
     except ClusterLost as exc:
         interrupted = lost = True
-        console.print(f"[yellow]{exc}: the results so far[/yellow]" + _resume_hint(log), highlight=False)
+        console.print(f"[yellow]{exc}: the results so far[/yellow]" + _resume_hint(log, seed), highlight=False)
     except LabError as exc:
-        console.print(f"[red]{exc}[/red]" + _resume_hint(log), highlight=False)
+        console.print(f"[red]{exc}[/red]" + _resume_hint(log, seed), highlight=False)
         if web is not None:
             web.stop()
         return 2
@@ -340,10 +344,11 @@ def _progress_log(args: argparse.Namespace, matches: list[Match]) -> ProgressLog
     return None
 
 
-def _resume_hint(log: ProgressLog | None) -> str:
+def _resume_hint(log: ProgressLog | None, seed: int) -> str:
     if log is None:
         return ""
-    return f" (the finished games are saved in {log.path}: the same command with --resume carries on)"
+    return (f" (the finished games are saved in {log.path}: the same command with --seed {seed} --resume "
+            "carries on)")
 
 
 def main(args: argparse.Namespace) -> int:
