@@ -32,6 +32,17 @@ def redact_secrets(_logger: Any, _name: str, event: MutableMapping[str, Any]) ->
     return event
 
 
+def _visible_strings(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+    """On a terminal, a string a peer chose (a bot's name, an error message) shows its control characters as
+    escapes, never as terminal escape codes (bot/safe_text.py)."""
+    from bot.safe_text import visible  # here: only a console log needs it
+
+    for key, value in event.items():
+        if isinstance(value, str):
+            event[key] = visible(value)
+    return event
+
+
 def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | None = None) -> None:
     """``fmt``: "console" (coloured, for people), "json" (for machines) or "auto" (console on a TTY)."""
     stream = stream or sys.stderr
@@ -43,14 +54,17 @@ def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | N
     if not isinstance(numeric, int):
         raise ValueError(f"unknown log level {level!r}")
     renderer: Any = structlog.processors.JSONRenderer()
+    shown: list[Any] = []  # JSON escapes control characters on its own
     if fmt == "console":
         renderer = structlog.dev.ConsoleRenderer(colors=stream.isatty())
+        shown = [_visible_strings]
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             redact_secrets,
+            *shown,
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
             renderer,

@@ -10,7 +10,7 @@ It never raises on input: whatever the peer sends becomes an event.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from protocol.errors import (
     ParseError,
     RpcError,
 )
+from protocol.limits import DETAIL_MAX, ID_MAX, JSON_BYTES_PER_CHAR, clip
 from protocol.messages import BOT_TO_HOST, HOST_TO_BOT, MethodSpec
 from protocol.validation import validation_text
 
@@ -144,7 +145,20 @@ class Codec:
         return self._encode({"jsonrpc": "2.0", "id": request_id, "result": _dump(result)})
 
     def error_bytes(self, request_id: RequestId | None, error: RpcError) -> bytes:
-        return self._encode({"jsonrpc": "2.0", "id": request_id, "error": error.to_object()})
+        """The error answer; never raises and always fits the line bound (docs/protocol.md: an error never
+        closes the connection). The message is clipped, and cut further (its data dropped) if the line
+        bound is small; an incoming id is at most ID_MAX characters, so it always fits."""
+        obj = error.to_object()
+        obj["message"] = clip(error.message, DETAIL_MAX)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "error": obj}
+        data = _dumps(message)
+        if len(data) <= self.max_line:
+            return data
+        obj.pop("data", None)
+        obj["message"] = ""
+        room = (self.max_line - len(_dumps(message))) // JSON_BYTES_PER_CHAR
+        obj["message"] = clip(error.message, max(room, 0))
+        return _dumps(message)
 
     def forget(self, request_id: RequestId) -> None:
         """Stop waiting for an answer (the caller timed out); a late answer becomes ``LateResponse``."""
@@ -165,7 +179,7 @@ class Codec:
         return spec
 
     def _encode(self, message: dict[str, Any]) -> bytes:
-        data = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+        data = _dumps(message)
         if len(data) > self.max_line:
             raise ValueError(f"outgoing message of {len(data)} bytes exceeds the {self.max_line}-byte limit")
         return data
@@ -174,7 +188,12 @@ class Codec:
 
     def feed(self, data: bytes) -> list[Event]:
         """Take bytes as they arrive; return the events of every complete line."""
-        events: list[Event] = []
+        return list(self.events(data))
+
+    def events(self, data: bytes) -> Iterator[Event]:
+        """``feed``, one event at a time: a reader that stops early (a peer over its budget) decodes no more
+        of the chunk than it used. Once stopped early, the rest of the chunk is lost: only for a connection
+        that is being closed."""
         start = 0
         while True:
             newline = data.find(b"\n", start)
@@ -185,26 +204,26 @@ class Codec:
             if self._discarding:
                 self._discarding = False
                 continue
-            if len(self._buffer) + len(chunk) > self.max_line:
+            # The newline counts: a line of max_line bytes holds max_line - 1 bytes of message.
+            if len(self._buffer) + len(chunk) + 1 > self.max_line:
                 self._buffer.clear()
-                events.append(self._too_long())
+                yield self._too_long()
                 continue
             self._buffer += chunk
             line = bytes(self._buffer)
             self._buffer.clear()
             event = self._decode_line(line)
             if event is not None:
-                events.append(event)
+                yield event
         rest = data[start:]
         if not self._discarding and rest:
-            if len(self._buffer) + len(rest) > self.max_line:
+            if len(self._buffer) + len(rest) + 1 > self.max_line:
                 # Report now rather than at the newline, so a peer that never sends one still hears why.
                 self._buffer.clear()
                 self._discarding = True
-                events.append(self._too_long())
+                yield self._too_long()
             else:
                 self._buffer += rest
-        return events
 
     def eof(self) -> list[Event]:
         """The stream ended: a last line without its newline still counts."""
@@ -237,8 +256,9 @@ class Codec:
         if message.get("jsonrpc") != "2.0":
             msg_id = message.get("id")
             looks_like_response = "method" not in message and ("result" in message or "error" in message)
+            short_id = _is_id(msg_id) and not (isinstance(msg_id, str) and len(msg_id) > ID_MAX)
             return InvalidMessage(
-                msg_id if _is_id(msg_id) else None, InvalidRequest('"jsonrpc" must be "2.0"'),
+                msg_id if short_id else None, InvalidRequest('"jsonrpc" must be "2.0"'),
                 reply=not looks_like_response,
             )
         if "method" in message:
@@ -252,16 +272,18 @@ class Codec:
         extra = set(message) - {"jsonrpc", "method", "params", "id"}
         if has_id and not _is_id(msg_id):
             return InvalidMessage(None, InvalidRequest("id must be a string or an integer"), reply=True)
+        if isinstance(msg_id, str) and len(msg_id) > ID_MAX:  # the answer repeats it: it must be short
+            return InvalidMessage(None, InvalidRequest(f"id longer than {ID_MAX} characters"), reply=True)
         reply_id: RequestId | None = msg_id if has_id else None
         if extra:
             return InvalidMessage(
-                reply_id, InvalidRequest(f"unexpected member(s): {', '.join(sorted(extra))}"), reply=has_id
+                reply_id, InvalidRequest(clip(f"unexpected member(s): {', '.join(sorted(extra))}")), reply=has_id
             )
         if not isinstance(method, str):
             return InvalidMessage(reply_id, InvalidRequest("method must be a string"), reply=has_id)
         spec = self.incoming.get(method)
         if spec is None:
-            return InvalidMessage(reply_id, MethodNotFound(f"unknown method {method!r}"), reply=has_id)
+            return InvalidMessage(reply_id, MethodNotFound(clip(f"unknown method {method!r}")), reply=has_id)
         if has_id == spec.is_notification:
             kind = "a notification (no id)" if spec.is_notification else "a request (with an id)"
             return InvalidMessage(reply_id, InvalidRequest(f"{method} must be sent as {kind}"), reply=has_id)
@@ -273,7 +295,7 @@ class Codec:
             model = spec.params.model_validate(params)
         except ValidationError as exc:
             return InvalidMessage(
-                reply_id, InvalidParams(f"{method}: {validation_text(exc)}"), reply=has_id
+                reply_id, InvalidParams(clip(f"{method}: {validation_text(exc)}")), reply=has_id
             )
         if reply_id is None:
             return IncomingNotification(method, model)
@@ -296,7 +318,7 @@ class Codec:
             late = self._forgotten.pop(msg_id, None)
             if late is not None:
                 return LateResponse(msg_id, late)
-            return InvalidMessage(msg_id, InvalidRequest(f"answer to unknown id {msg_id!r}"), reply=False)
+            return InvalidMessage(msg_id, InvalidRequest(clip(f"answer to unknown id {msg_id!r}")), reply=False)
         if has_error:
             return IncomingError(msg_id, method, self._error_object(message["error"]))
         result_model = self.outgoing[method].result
@@ -307,7 +329,7 @@ class Codec:
         try:
             return IncomingResult(msg_id, method, result_model.model_validate(result))
         except ValidationError as exc:
-            return BadResult(msg_id, method, validation_text(exc))
+            return BadResult(msg_id, method, clip(validation_text(exc)))
 
     @staticmethod
     def _error_object(obj: object) -> RpcError:
@@ -317,8 +339,16 @@ class Codec:
             and not isinstance(obj.get("code"), bool)
             and isinstance(obj.get("message"), str)
         ):
-            return RpcError.from_object(obj["code"], obj["message"], obj.get("data"))
+            # Its message goes into our logs and forfeit details: clipped, like all text a peer sends.
+            return RpcError.from_object(obj["code"], clip(obj["message"]), obj.get("data"))
         return InvalidRequest(f"malformed error object: {str(obj)[:200]}")
+
+
+def _dumps(message: dict[str, Any]) -> bytes:
+    # A peer can put a lone surrogate in a string with a JSON escape (\ud800), and we may repeat it: it goes
+    # back out as that escape (six bytes, as JSON_BYTES_PER_CHAR allows), never as bytes UTF-8 has no place for.
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
 def _dump(model: BaseModel) -> Any:

@@ -27,11 +27,15 @@ from protocol.codec import (
     LateResponse,
     RequestId,
 )
+from protocol.limits import Budget
 
 log = structlog.get_logger()
 
 # Seconds the notifications read before a connection's end may take to be handled after it.
 _DRAIN_SECONDS = 5.0
+# Events decoded from one received chunk between two yields to the event loop: a chunk of a thousand short
+# lines must not hold every other connection up while it is read.
+_EVENTS_BETWEEN_YIELDS = 32
 
 
 class Channel(Protocol):
@@ -65,11 +69,15 @@ class Endpoint:
         handler: RequestHandler | None = None,
         *,
         idle_timeout: float | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.channel = channel
         self.codec = codec
         self.handler = handler
         self.idle_timeout = idle_timeout  # close when the peer sends nothing for this long
+        # What the peer may cost before it is trusted (protocol/limits.py); past it the connection is
+        # dropped. None: no bound (our own peer: the bot's host, the tests' pipes).
+        self.budget = budget
         self.close_reason: str | None = None
         self._calls: dict[RequestId, asyncio.Future[BaseModel]] = {}
         self._inbox: asyncio.Queue[IncomingRequest | IncomingNotification | None] = asyncio.Queue()
@@ -89,6 +97,11 @@ class Endpoint:
         worker = asyncio.create_task(self._handle_inbox())
         try:
             await self._read_loop()
+        except Exception as exc:
+            # Our bug, not the peer's doing (that is an event): the connection ends, and the log says why
+            # rather than leaving a hang-up without a word.
+            log.exception("rpc.connection_failed", peer=self.channel.peer)
+            self.close_reason = self.close_reason or f"failed: {exc!r}"
         finally:
             self._inbox.put_nowait(None)
             await self._shut(self.close_reason or "connection closed")
@@ -170,12 +183,38 @@ class Endpoint:
             except OSError as exc:
                 self.close_reason = self.close_reason or f"receive failed: {exc!r}"
                 return
-            events = self.codec.feed(data) if data else self.codec.eof()
-            for event in events:
+            if self._over_budget(bytes=len(data)):
+                return
+            events = self.codec.events(data) if data else iter(self.codec.eof())
+            for count, event in enumerate(events, 1):
+                if self._over_budget(messages=1, errors=isinstance(event, InvalidMessage)):
+                    return
                 await self._dispatch(event)
+                if count % _EVENTS_BETWEEN_YIELDS == 0:
+                    await asyncio.sleep(0)
             if not data:
                 self.close_reason = self.close_reason or "peer closed the connection"
                 return
+
+    def _over_budget(self, *, bytes: int = 0, messages: int = 0, errors: int = 0) -> bool:
+        """Spend the peer's budget; past it, say why (once) and end the read loop."""
+        if self.budget is None:
+            return False
+        over = self.budget.spend(bytes=bytes, messages=messages, errors=errors)
+        if over is None:
+            return False
+        self.close_reason = self.close_reason or f"dropped: {over}"
+        log.warning("rpc.dropped", peer=self.channel.peer, reason=over)
+        return True
+
+    def _may_log(self) -> bool:
+        """Whether one more warning about what the peer sent may go to the log: a peer's mistakes cost our
+        log a bounded number of lines, then one line saying that the rest go unlogged."""
+        if self.budget is None or self.budget.may_log():
+            return True
+        if self.budget.unlogged == 1:
+            log.warning("rpc.further_warnings_unlogged", peer=self.channel.peer)
+        return False
 
     async def _dispatch(self, event: object) -> None:
         match event:
@@ -185,9 +224,10 @@ class Endpoint:
                 self._settle(request_id, result=result)
             case IncomingError(id=request_id, error=error):
                 if request_id is None:  # the peer could not read one of our lines
-                    log.warning(
-                        "rpc.peer_error", peer=self.channel.peer, code=error.code, message=error.message
-                    )
+                    if self._may_log():
+                        log.warning(
+                            "rpc.peer_error", peer=self.channel.peer, code=error.code, message=error.message
+                        )
                 else:
                     self._settle(request_id, error=error)
             case BadResult(id=request_id, method=method, detail=detail):
@@ -195,9 +235,10 @@ class Endpoint:
             case LateResponse(id=request_id, method=method):
                 log.info("rpc.late_answer", peer=self.channel.peer, id=request_id, method=method)
             case InvalidMessage(id=request_id, error=error, reply=reply):
-                log.warning(
-                    "rpc.invalid_message", peer=self.channel.peer, code=error.code, message=error.message
-                )
+                if self._may_log():
+                    log.warning(
+                        "rpc.invalid_message", peer=self.channel.peer, code=error.code, message=error.message
+                    )
                 if reply:
                     with contextlib.suppress(errors.ConnectionClosed):
                         await self._send(self.codec.error_bytes(request_id, error))
@@ -237,7 +278,11 @@ class Endpoint:
             if self.handler is None:
                 raise errors.MethodNotFound(f"{item.method} is not served here")
             result = await self.handler.handle_request(item.method, item.params)
-            reply = self.codec.result_bytes(item.id, result)
+            try:
+                reply = self.codec.result_bytes(item.id, result)
+            except ValueError as exc:  # over the line bound: the peer still gets an answer, and we say why
+                log.error("rpc.result_too_long", method=item.method, error=str(exc))
+                raise errors.InternalError(f"{item.method}: the answer would exceed the line bound") from None
         except errors.RpcError as exc:
             reply = self.codec.error_bytes(item.id, exc)
         except Exception as exc:

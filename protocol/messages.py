@@ -33,6 +33,7 @@ from pydantic.alias_generators import to_camel
 from engine_ext.rules.game import MAX_MOVE_LIMIT
 from engine_ext.rules.pieces import ATTACKER_WINS, BOTH_DIE, Rank, Side, combat
 from engine_ext.rules.rulesets import RULESETS, Square
+from protocol.limits import DETAIL_MAX, clip
 from protocol.validation import validation_text
 
 # major.minor: a bot and a host talk when the majors match. A minor version only adds methods,
@@ -115,6 +116,10 @@ SideField = Annotated[
     WithJsonSchema({"type": "string", "enum": ["red", "blue"]}),
 ]
 Outcome = Literal["x", "o", "xo"]
+# Free text we send (why a setup was refused, why a game ended, why we hang up) often repeats what a peer
+# sent: it is clipped to DETAIL_MAX characters when the message is made, so that no message we compose can
+# exceed the line bound (protocol/limits.py). A peer's longer text is clipped the same way on arrival.
+ClippedText = Annotated[str, AfterValidator(lambda text: clip(text, DETAIL_MAX))]
 Setup = dict[SquareField, RankField]
 
 
@@ -154,8 +159,11 @@ def _omit_unset_extensions(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+NAME_MAX = 64  # characters of a bot's name
+
+
 class HelloParams(WireModel):
-    name: str = Field(min_length=1, max_length=64)
+    name: str = Field(min_length=1, max_length=NAME_MAX)
     version: str = Field(max_length=64)
     protocol: str = Field(pattern=r"^\d{1,4}\.\d{1,4}$")
     token: str | None = Field(default=None, max_length=256)
@@ -202,7 +210,7 @@ class NotificationModel(WireModel):
 
 
 class GoodbyeParams(NotificationModel):
-    reason: str
+    reason: ClippedText
 
 
 # --- setGameOption: one option a call, told apart by ``option`` --------------------------------------
@@ -256,16 +264,19 @@ class MoveLimitOption(WireModel):
     value: int = Field(ge=1, le=MAX_MOVE_LIMIT)
 
 
+MOVE_TIME_OPTION_MAX = 3600.0  # seconds: the largest moveTimeMax and moveTimeAverage
+
+
 class MoveTimeMaxOption(WireModel):
     """Seconds the host waits for one getAIMove answer before it forfeits the bot."""
 
     option: Literal["moveTimeMax"]
-    value: float = Field(gt=0, le=3600)
+    value: float = Field(gt=0, le=MOVE_TIME_OPTION_MAX)
 
 
 class MoveTimeAverageOption(WireModel):
     option: Literal["moveTimeAverage"]
-    value: float = Field(gt=0, le=3600)
+    value: float = Field(gt=0, le=MOVE_TIME_OPTION_MAX)
 
 
 GameOption = Annotated[
@@ -314,7 +325,7 @@ class GetAISetupPieceResult(WireModel):
 
 
 class IllegalSetupParams(WireModel):
-    reason: str
+    reason: ClippedText
     attempts_left: int = Field(ge=0)
 
 
@@ -464,7 +475,7 @@ class GameOverParams(NotificationModel):
     blue_score: int
     red_setup: Setup
     blue_setup: Setup
-    detail: str | None = None
+    detail: ClippedText | None = None
 
 
 END_REASONS = (

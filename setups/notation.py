@@ -34,6 +34,9 @@ class Notation(StrEnum):
 
 
 EMPTY = "."
+# Where every notation (and the board pictures' symbols) is explained in one table; the errors about a
+# setup's letters and the --help of the commands that read setups point to it.
+LEGEND = "docs/setups.md, section Notation"
 
 # One letter a rank in each notation; ``None`` is the empty square.
 _LETTERS: dict[Notation, dict[Rank | None, str]] = {
@@ -191,13 +194,13 @@ def _split_rows(text: str, ruleset: Ruleset) -> list[str]:
     if len(tokens) != ruleset.setup_rows:
         raise SetupError(
             f"got {len(tokens)} row(s), a {ruleset.name} setup has {ruleset.setup_rows} rows "
-            f"of {ruleset.width} letters (front row first)"
+            f"of {ruleset.width} letters (front row first; the notations: {LEGEND})"
         )
     for number, row in enumerate(tokens, start=1):
         if len(row) != ruleset.width:
             raise SetupError(
                 f"row {number} (counting from the front) has {len(row)} letters, "
-                f"the {ruleset.name} board is {ruleset.width} wide"
+                f"the {ruleset.name} board is {ruleset.width} wide (the notations: {LEGEND})"
             )
     return tokens
 
@@ -210,7 +213,7 @@ def _decode(rows: list[str], ruleset: Ruleset, notation: Notation) -> Setup:
             if letter not in reader:
                 raise SetupError(
                     f"letter {letter!r} in row {number} column {'ABCDEFGHIJKL'[col]} "
-                    f"is not a piece in {notation} notation"
+                    f"is not a piece in {notation} notation (the notations: {LEGEND})"
                 )
             cells.append(reader[letter])
     return Setup(ruleset, tuple(cells))
@@ -227,14 +230,14 @@ def detect_notation(text: str, ruleset: Ruleset = CLASSIC) -> Notation:
         except SetupError:
             continue
     if not readable:
-        raise SetupError("the letters fit none of the american, ucc or gravon notations")
+        raise SetupError(f"the letters fit none of the american, ucc or gravon notations (the notations: {LEGEND})")
     if len(readable) == 1:
         return readable[0][0]
     legal = [n for n, s in readable if s.is_legal()]
     if len(legal) == 1:
         return legal[0]
     names = ", ".join(n for n, _ in readable)
-    raise SetupError(f"the letters fit several notations ({names}); name the notation")
+    raise SetupError(f"the letters fit several notations ({names}); name the notation (the notations: {LEGEND})")
 
 
 def parse_setup(

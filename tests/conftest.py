@@ -1,10 +1,44 @@
-"""Shared fixtures."""
+"""Shared fixtures.
+
+Tests never touch the user's home: before any test (or module fixture) runs, ``HOME``, the XDG folders and
+``PERSPECTO_STATE_DIR`` point into a temporary folder of this session, so a ``BotDaemon``, an
+``OpponentStore`` or a ``perspecto bot`` process a test starts writes its heartbeat, journal and opponent
+store there and not in ``~/.local/state/perspecto`` (where a real bot would then play on the test
+opponents). A subprocess inherits them through ``os.environ``; a test that builds a process's environment
+from scratch must carry ``isolated_env()`` over. tests/test_home_isolation.py checks that it holds.
+"""
 
 from __future__ import annotations
 
+import os
 import random
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+# Where the variables pointed when the session started: the user's own folders, never to be written.
+REAL_HOME = Path(os.path.expanduser("~")).resolve()
+# The variables the isolation sets (and a test building a subprocess's environment must keep).
+ISOLATED_VARIABLES = ("HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+                      "PERSPECTO_STATE_DIR")
+
+
+def isolated_env() -> dict[str, str]:
+    """The isolation's variables as they are now, for a subprocess started with an environment of its own."""
+    return {name: os.environ[name] for name in ISOLATED_VARIABLES if name in os.environ}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        for name, folder in (("XDG_STATE_HOME", ".local/state"), ("XDG_DATA_HOME", ".local/share"),
+                             ("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache")):
+            patch.setenv(name, str(home / folder))
+        patch.setenv("PERSPECTO_STATE_DIR", str(home / ".local" / "state" / "perspecto"))
+        yield home
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from bot import __version__
 from bot.cli import main
 from engine_ext.rules.game import Game, RulesOptions
 from engine_ext.rules.pieces import Side
-from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
+from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer, RecordError
 from engine_ext.rules.replay import ReplayError, replay_positions
 from engine_ext.rules.rulesets import get_ruleset
 
@@ -64,6 +65,56 @@ def test_the_random_record_is_what_its_docstring_says() -> None:
     record = random_record()
     assert record.result == {"winner": "red", "reason": "flag", "plies": 89, "forfeits": []}
     assert len(list(replay_positions(record))) == 90
+
+
+def _broken(data: dict[str, Any], change: str) -> Any:
+    if change == "no blue":
+        del data["blue"]
+    elif change == "a side that is a number":
+        data["moves"][3]["side"] = 5
+    elif change == "a setup that is a text":
+        data["red"]["setup"] = "A1 flag"
+    elif change == "a list":
+        return [data]
+    elif change == "not json":
+        return None
+    return data
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ("no blue", "not a valid record: blue: field required"),
+        ("a side that is a number", "not a valid record: moves[3].side: input should be a valid string, got 5"),
+        ("a setup that is a text", "red.setup: input should be a valid dictionary, got 'A1 flag'"),
+        ("a list", "not a perspecto-record/1 record: a JSON list, not an object"),
+        ("not json", "not JSON: "),
+    ],
+)
+def test_a_broken_record_is_refused_naming_the_field_that_is_wrong(
+    change: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33: a record without its blue player was refused as "cannot read ...: 'blue'" (a KeyError's
+    text); the record's fields are validated and each bad one is named by its path."""
+    path = tmp_path / "game.json"
+    broken = _broken(json.loads(random_record().to_json()), change)
+    path.write_text("{" if broken is None else json.dumps(broken), encoding="utf-8")
+    with pytest.raises(RecordError, match=re.escape(said)):
+        GameRecord.load(path)
+    assert main(["replay", str(path)]) == 2
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"cannot read {path}: " in out and said in out
+
+
+def test_a_record_still_reads_what_it_writes_and_leaves_out_what_is_optional(tmp_path: Path) -> None:
+    record = random_record()
+    assert GameRecord.from_json(record.to_json()) == record
+    data = json.loads(record.to_json())
+    for optional in ("options", "game_id", "started", "result"):
+        del data[optional]
+    loaded = GameRecord.from_json(json.dumps(data))
+    assert (loaded.options, loaded.game_id, loaded.started, loaded.result) == ({}, "", "", None)
+    assert loaded.moves == record.moves and isinstance(loaded.moves[0], RecordedMove)
 
 
 def test_replay_without_a_terminal_prints_a_summary_and_the_final_board(

@@ -21,6 +21,7 @@ from bot.cli import main
 from bot.profiles import load_configuration
 from bot.settings import ENV_NOT_SETTINGS, ENV_PREFIX, ConfigDirMissing, ConfigError, load_settings, settings_env
 from engine_ext.engine.settings import EngineSettings, builtin_settings
+from tests.conftest import ISOLATED_VARIABLES, isolated_env
 
 REPO = Path(__file__).resolve().parents[1]
 SCALE_ENV = "PERSPECTO_PROFILES__DEFAULT__ENGINE_PARAMS__SCALE"
@@ -29,9 +30,10 @@ MISSPELT_PROFILE = 'engine = "perspecto"\n[engine_params]\nlocal_raduis = 2\n'
 
 @pytest.fixture(autouse=True)
 def no_perspecto_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test sets the PERSPECTO_* variables it is about, and no others."""
+    """Each test sets the PERSPECTO_* variables it is about, and no others (but the state folder stays the
+    session's temporary one, tests/conftest.py: never the user's)."""
     for name in list(os.environ):
-        if name.upper().startswith(ENV_PREFIX):
+        if name.upper().startswith(ENV_PREFIX) and name not in ISOLATED_VARIABLES:
             monkeypatch.delenv(name)
 
 
@@ -54,7 +56,7 @@ def listener() -> Iterator[socket.socket]:
 
 
 def run_bot(config: Path, port: int, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.upper().startswith(ENV_PREFIX)}
+    clean = {k: v for k, v in os.environ.items() if not k.upper().startswith(ENV_PREFIX)} | isolated_env()
     return subprocess.run(
         [sys.executable, "-m", "bot.cli", "bot", "--config", str(config), "--connect", f"127.0.0.1:{port}",
          "--connect-attempts", "1", "--no-journal", "--no-learn"],

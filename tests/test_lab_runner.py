@@ -25,7 +25,7 @@ from engine_ext.lab.runner import (
     sprt_line,
 )
 from engine_ext.lab.schedule import build_matches, pairings
-from engine_ext.lab.sprt import ALIKE_SAMPLES_FOR_VERDICT, SprtSpec
+from engine_ext.lab.sprt import SprtSpec
 from engine_ext.lab.stats import Pentanomial
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
@@ -169,12 +169,13 @@ def test_the_sprt_stops_the_match_at_the_pair_that_decides_it() -> None:
 
 def test_an_sprt_run_keeps_exactly_the_games_it_counted(tmp_path: Path) -> None:
     # Random movers that cannot finish in 30 plies draw every game: every pair alike, so the test accepts
-    # H0 once a hundred pairs show no spread (engine_ext/lab/sprt.py), not before, and plays no more.
+    # H0 once the chance that a change worth elo1 = 10 left that many pairs alike is below beta: after
+    # 102 pairs (engine_ext/lab/sprt.py), not before, and plays no more.
     counted = {}
     for name, concurrency in (("one", 1), ("two", 2)):
         match = random_match(tmp_path / name, pairs=150, move_limit=30, sprt=SprtSpec(0, 10))
         run_matches([match], concurrency=concurrency)
-        assert match.verdict == "H0" and match.consumed_pairs == ALIKE_SAMPLES_FOR_VERDICT
+        assert match.verdict == "H0" and match.consumed_pairs == 102
         assert len(list((tmp_path / name).glob("*.json"))) == len(match.games) == 2 * match.consumed_pairs
         counted[name] = (match.consumed_pairs, match.llr)
     assert counted["one"] == counted["two"]
@@ -296,19 +297,23 @@ def test_without_a_terminal_the_progress_is_a_status_line_every_few_games() -> N
     assert elo_text(match.elo()).startswith("+") and result_table([match]).row_count == 1
 
 
-def test_a_bound_passed_before_the_pairs_show_their_spread_is_no_verdict_and_the_status_says_so() -> None:
-    """Ten self-play pairs that each split 1-1 (the change altered no result yet) put the LLR far below
-    the lower bound; the match plays on, and its status line says why there is no verdict."""
+def test_pairs_played_alike_are_no_verdict_and_a_sweep_stops_early() -> None:
+    """Issue 33. Ten self-play pairs that each split 1-1 (the change altered no result yet) are no verdict:
+    the ratio stays between the bounds and the match plays on. A sweep (every pair 2-0, minimax against
+    random) stops at the pair that puts it past the upper bound, not after a hundred pairs."""
     from bot.commands.lab_view import status
 
     match = random_match(None, pairs=30, sprt=SprtSpec(0, 25))
     for index in range(20):
         match.add(outcome(index, 1.0 if index % 2 == 0 else 0.0))
-    assert match.llr < match.sprt.lower and match.verdict is None and not match.done
-    assert status(match).endswith("(no verdict yet: 0 of 10 pairs off the commonest result)")
-    for index in range(20, 40):  # ten pairs that the first engine wins 2-0 show the spread ...
-        match.add(outcome(index, 1.0))
-    assert match.pentanomial.counts == (0, 0, 10, 0, 10)
-    # ... and with it seen, the ratio no longer says H0: it is between the bounds, and the test plays on.
-    assert match.sprt.lower < match.llr < match.sprt.upper and match.verdict is None
-    assert "no verdict yet" not in status(match)
+    assert match.pentanomial.counts == (0, 0, 10, 0, 0)
+    assert match.sprt is not None and match.sprt.lower < match.llr < 0
+    assert match.verdict is None and not match.done
+    assert status(match).endswith(f"LLR {match.llr:+.2f} [-2.94, 2.94]")
+
+    sweep = random_match(None, pairs=100, sprt=SprtSpec(0, 100))
+    jobs = sweep.jobs()
+    while not sweep.done:
+        sweep.add(outcome(next(jobs).index, 1.0))
+    assert sweep.verdict == "H1" and sweep.consumed_pairs == 12
+    assert status(sweep).endswith(" H1")

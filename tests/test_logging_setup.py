@@ -60,3 +60,12 @@ def test_bad_settings_are_named() -> None:
         configure_logging("info", "xml")
     with pytest.raises(ValueError, match="level"):
         configure_logging("chatty", "json")
+
+
+def test_a_console_log_shows_a_peers_control_characters_as_escapes() -> None:
+    """A bot named with terminal escape codes cannot retitle or clear the host's terminal through its log."""
+    out = io.StringIO()
+    configure_logging("info", "console", stream=out)
+    structlog.get_logger().warning("host.hello", bot="\x1b]0;owned\x07\x1b[2Jevil")
+    assert "\x1b" not in out.getvalue() and "\x07" not in out.getvalue()
+    assert "bot=\\x1b]0;owned\\x07\\x1b[2Jevil" in out.getvalue()

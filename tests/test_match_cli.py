@@ -173,18 +173,20 @@ def test_lab_match_prints_elo_and_the_sprt_and_writes_json_and_records(tmp_path:
     assert run.returncode == 0, run.stdout + run.stderr
     out = run.stdout
     assert "seed 3 (--seed 3 plays the same games), 1 worker" in out
-    # 30 plies of random moves end nothing: every game a draw, every pair alike, H0 accepted at a hundred
-    # pairs (no spread seen before that: engine_ext/lab/sprt.py), before the cap
+    # 30 plies of random moves end nothing: every game a draw, every pair alike, H0 accepted after 102
+    # pairs, when a change worth 10 Elo would have left that many pairs alike 5 % of the time
+    # (engine_ext/lab/sprt.py), before the cap
     assert "SPRT elo0=0 elo1=10 alpha=0.05 beta=0.05: LLR -" in out and "H0 accepted" in out
     row = next(line for line in out.splitlines() if line.startswith("│ random-a"))
     cells = [c.strip() for c in row.split("│")[1:-1]]
     games = int(cells[2])
-    assert cells[:2] == ["random-a", "random-b"] and cells[3:6] == ["0", str(games), "0"] and games == 200
+    assert cells[:2] == ["random-a", "random-b"] and cells[3:6] == ["0", str(games), "0"] and games == 204
     assert cells[6] == "50.0 %" and cells[10] == f"0/0/{games // 2}/0/0"
     data = json.loads(summary.read_text())
     [match] = data["matches"]
     assert match["draws"] == games and match["pentanomial"] == [0, 0, games // 2, 0, 0]
-    assert match["sprt"]["verdict"] == "H0" and match["elo"]["low"] == "-inf"
+    assert match["sprt"]["verdict"] == "H0" and match["elo"]["low"] is None  # unbounded: null, not text
+    assert match["draw_ratio"] == 1.0 and match["elo"]["even_pair_ratio"] == 1.0
     assert data["settings"]["seed"] == 3 and data["games_per_minute"] > 0
     assert len(list((tmp_path / "records").glob("*.json"))) == games
 

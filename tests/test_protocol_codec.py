@@ -10,6 +10,8 @@ import socket
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from bot.config import get_profile
@@ -19,6 +21,7 @@ from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.rulesets import Square
 from protocol import errors
 from protocol.codec import (
+    DEFAULT_MAX_LINE,
     BadResult,
     Codec,
     IncomingError,
@@ -32,6 +35,7 @@ from protocol.codec import (
 )
 from protocol.endpoint import Endpoint, memory_pipe
 from protocol.errors import ErrorCode
+from protocol.limits import ID_MAX, MIN_MAX_LINE, PEER_TEXT_MAX, Allowance, Budget, clip
 from protocol.messages import (
     BOT_TO_HOST,
     HOST_TO_BOT,
@@ -538,3 +542,117 @@ async def test_a_closed_tcp_channel_refuses_to_send_with_a_connection_error() ->
     finally:
         server.close()
         await server.wait_closed()
+
+
+# --- bounds: the line limit, and what we repeat of a peer's text (protocol/limits.py) ---------------------------
+
+
+def compact(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"))
+
+
+def test_the_line_limit_counts_the_newline() -> None:
+    """docs/protocol.md: a line is at most max_line bytes, its newline included (65 536 by default)."""
+    for split in (False, True):  # the line in one chunk, or its newline in a chunk of its own
+        codec = bot_codec()
+        head = b'{"jsonrpc":"2.0","id":1,"method":"createAISetup","params":{}'
+        fits = head + b" " * (DEFAULT_MAX_LINE - 1 - len(head) - 1) + b"}"  # max_line - 1 bytes + the newline
+        chunks = [fits, b"\n"] if split else [fits + b"\n"]
+        expected = [IncomingRequest(1, "createAISetup", CreateAISetupParams())]
+        assert [e for c in chunks for e in codec.feed(c)] == expected
+        over = head + b" " * (DEFAULT_MAX_LINE - len(head) - 1) + b"}"  # max_line bytes + the newline
+        chunks = [over, b"\n"] if split else [over + b"\n"]
+        [event] = [e for c in chunks for e in codec.feed(c)]
+        assert isinstance(event, InvalidMessage) and event.error.code == ErrorCode.LINE_TOO_LONG
+
+
+def test_a_peers_text_is_clipped_before_it_is_repeated() -> None:
+    """A result with 6,000 unknown keys, an error of 65 KB, a made-up method name of 60 KB: what we keep of
+    each (and so every answer, log line and forfeit detail made of it) is PEER_TEXT_MAX characters."""
+    host = host_codec()
+    request_id, _ = host.request("getAIMove", GetAIMoveParams(ply=0))
+    extra = {f"k{i}": 0 for i in range(6000)}
+    line = compact({"jsonrpc": "2.0", "id": request_id, "result": {"from": "A4", "to": "A5", **extra}})
+    [bad] = host.feed(line.encode() + b"\n")
+    assert isinstance(bad, BadResult) and len(bad.detail) <= PEER_TEXT_MAX and "characters in all" in bad.detail
+    request_id, _ = host.request("getAIMove", GetAIMoveParams(ply=0))
+    line = compact({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603, "message": "e" * 65_000}})
+    [error] = host.feed(line.encode() + b"\n")
+    assert isinstance(error, IncomingError) and len(error.error.message) <= PEER_TEXT_MAX
+    bot = bot_codec()
+    line = compact({"jsonrpc": "2.0", "id": 1, "method": "m" * 60_000})
+    [unknown] = bot.feed(line.encode() + b"\n")
+    assert isinstance(unknown, InvalidMessage) and len(unknown.error.message) <= PEER_TEXT_MAX
+    line = compact({"jsonrpc": "2.0", "id": 1, "method": "getAIMove", "params": {"ply": 0, **extra}})
+    [invalid_params] = bot.feed(line.encode() + b"\n")
+    assert isinstance(invalid_params, InvalidMessage) and invalid_params.error.code == ErrorCode.INVALID_PARAMS
+    assert len(invalid_params.error.message) <= PEER_TEXT_MAX
+    # an id is repeated in the answer: a long one is refused (answered with id null)
+    [long_id] = bot.feed(compact({"jsonrpc": "2.0", "id": "i" * 60_000, "method": "createAISetup"}).encode() + b"\n")
+    assert isinstance(long_id, InvalidMessage) and long_id.id is None and long_id.reply
+
+
+# Texts of any length up to 100,000 characters, lone surrogates and control characters among them (a plain
+# st.text rarely makes a long one).
+any_text = st.one_of(
+    st.text(st.characters(exclude_categories=())),
+    st.builds(lambda part, times: part * times, st.text(st.characters(exclude_categories=()), min_size=1, max_size=5),
+              st.integers(1, 20_000)),
+)
+
+
+@given(
+    message=any_text,
+    request_id=st.one_of(st.none(), st.integers(), st.text(max_size=ID_MAX)),
+    data=st.one_of(st.none(), any_text),
+    max_line=st.sampled_from([MIN_MAX_LINE, DEFAULT_MAX_LINE]),
+)
+@settings(max_examples=60, deadline=None)
+def test_an_error_answer_always_fits_the_line(
+    message: str, request_id: int | str | None, data: str | None, max_line: int
+) -> None:
+    """docs/protocol.md: an error never closes the connection; so its answer is always sent, and fits."""
+    line = bot_codec(max_line=max_line).error_bytes(request_id, errors.InternalError(message, data=data))
+    assert len(line) <= max_line and line.endswith(b"\n")
+    assert json.loads(line)["error"]["code"] == ErrorCode.INTERNAL_ERROR
+
+
+@given(detail=any_text, reason=any_text)
+@settings(max_examples=40, deadline=None)
+def test_every_message_with_free_text_fits_the_smallest_line_bound(detail: str, reason: str) -> None:
+    """What the host sends with text that may repeat a peer's (gameOver's detail, illegalSetup's reason,
+    goodbye's reason) is clipped when made: it fits MIN_MAX_LINE whatever the text (the largest setups too)."""
+    host = host_codec(max_line=MIN_MAX_LINE)
+    setup = {Square(col, row): Rank.LIEUTENANT for col in range(12) for row in range(12)}
+    over = GameOverParams(game_id="r" * 128, winner=Side.RED, reason="forfeit_illegal_setup", plies=0, red_score=6,
+                          blue_score=0, red_setup=setup, blue_setup=setup, detail=detail)
+    assert len(host.notification("gameOver", over)) <= MIN_MAX_LINE
+    host.request("illegalSetup", IllegalSetupParams(reason=reason, attempts_left=1))
+    host.notification("goodbye", GoodbyeParams(reason=reason))
+
+
+def test_clip_and_the_budget() -> None:
+    assert clip("short", 10) == "short"
+    clipped = clip("x" * 1000, 100)
+    assert len(clipped) == 100 and clipped.endswith("... (1000 characters in all)")
+    budget = Budget(Allowance(bytes=100, messages=3, errors=2, log_lines=1))
+    assert budget.spend(bytes=100, messages=1) is None
+    assert budget.spend(bytes=1) == "sent more than 100 bytes before hello"
+    budget = Budget(Allowance(bytes=100, messages=3, errors=2, log_lines=1))
+    assert budget.spend(errors=2, messages=2) is None and budget.spend(errors=1) == "sent more than 2 invalid " \
+        "messages before hello"
+    budget.lift()  # welcomed: no more bounds but the log's
+    assert budget.spend(bytes=10**9, messages=10**6, errors=10**6) is None
+    assert budget.may_log() and not budget.may_log() and budget.unlogged == 1
+
+
+async def test_a_stranger_over_its_budget_is_dropped_after_its_allowance_of_answers() -> None:
+    host_end, peer_end = memory_pipe()
+    endpoint = Endpoint(host_end, host_codec(), budget=Budget(Allowance(errors=3)))
+    serving = asyncio.create_task(endpoint.run())
+    await peer_end.send(b"junk\n" * 10_000)
+    answers = []
+    while data := await asyncio.wait_for(peer_end.receive(), 5):
+        answers += data.splitlines()
+    await asyncio.wait_for(serving, 5)
+    assert len(answers) == 3 and endpoint.close_reason == "dropped: sent more than 3 invalid messages before hello"

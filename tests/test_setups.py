@@ -35,6 +35,7 @@ from setups import (
     read_setup_file,
     ucc_setup_lines,
 )
+from setups.notation import LEGEND, rank_letter
 
 # The example setup of the rules seed (stratego-rules-classic.txt), front row first.
 RULES_SEED_EXAMPLE = "96S4SSSN6S\nNS87B5M758\nB6X75S65B4\n4SNB4NNBFB"
@@ -458,6 +459,9 @@ def test_cli_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert "turtle (classic)" in out
     assert format_setup(load_setup("turtle"), Notation.UCC) in out
     assert "human-likeness" in out
+    assert "board (american): 10=marshal 9=general" in out and "1=spy B=bomb F=flag" in out  # the board's key
+    assert _run(["setups", "show", "turtle", "--style", "european"]) == 0
+    assert "board (european): 1=marshal 2=general" in capsys.readouterr().out
     assert _run(["setups", "show", "turtel"]) == 1
     assert "did you mean turtle" in capsys.readouterr().err
 
@@ -529,3 +533,53 @@ def test_cli_check_reads_only_the_rows_under_the_heading(tmp_path: Path, capsys:
     bad.write_text(text.replace("F", "9", 1) + "\nfooter\n", encoding="utf-8")
     assert _run(["setups", "check", str(bad)]) == 1
     assert "illegal: red has 0 flag(s)" in capsys.readouterr().out
+
+
+# --- one legend of the notations (issue 33) ----------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _legend_rows() -> dict[str, list[str]]:
+    """docs/setups.md's legend: piece -> its symbol in each column (board american, board european,
+    american, ucc, gravon text)."""
+    text = (REPO / "docs" / "setups.md").read_text(encoding="utf-8")
+    section = text[text.index("## Notation"):text.index("## The `Setup` value")]
+    rows = {}
+    for line in section.splitlines():
+        parts = [part.strip() for part in line.strip().strip("|").split("|")]
+        if len(parts) == 6 and parts[1].startswith("`"):
+            rows[parts[0]] = [re.sub(r"`([^`]*)`.*", r"\1", part) for part in parts[1:]]
+    return rows
+
+
+def test_the_legend_in_docs_is_the_code_s_every_notation_and_board_symbol() -> None:
+    rows = _legend_rows()
+    pieces = [rank for rank in Rank if rank is not Rank.UNKNOWN]
+    assert set(rows) == {rank.label for rank in pieces} | {"empty (Barrage)"}
+    for rank in pieces:
+        assert rows[rank.label] == [rank.symbol("american"), rank.symbol("european"),
+                                    *(rank_letter(rank, notation) for notation in Notation)], rank.label
+    assert rows["empty (Barrage)"][2:] == [rank_letter(None, notation) for notation in Notation]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Q" * 40, "96S4SSSN6S/NS87B5M758/B6X75S65B4", "96S4SSSN6S/NS87B5M758/B6X75S65B4/4SNB4NNBF"],
+)
+def test_errors_about_a_setup_s_letters_point_to_the_legend(text: str) -> None:
+    with pytest.raises(SetupError, match=re.escape(LEGEND)):
+        parse_setup(text, CLASSIC)
+    with pytest.raises(SetupError, match=re.escape(LEGEND)):
+        parse_setup(text.replace("Q", "Z"), CLASSIC, Notation.GRAVON)
+
+
+@pytest.mark.parametrize("command", [["setups", "check"], ["setups", "show"], ["setups", "generate"], ["match"]])
+def test_the_help_of_commands_that_read_or_print_setups_points_to_the_legend(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli import main
+
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    assert "docs/setups.md" in " ".join(capsys.readouterr().out.split())

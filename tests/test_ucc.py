@@ -30,8 +30,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.daemon.engine_interface import RandomEngine, SearchBudget
+from bot.ucc.opening import open_game
 from bot.ucc.opponent import UccOpponent, UccOpponentError, board_rows_for, move_line
-from bot.ucc.player import ChosenEngine, UccPlayer
+from bot.ucc.player import LOGGED_LINE, ChosenEngine, UccPlayer, _Line, _read_lines
 from engine_ext.engine.timeman import TimeLimits, TimeManager
 from engine_ext.rules.game import Game, IllegalMove, Move, MoveResult, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
@@ -334,6 +335,13 @@ class Child:
         self._err_thread.join(2)
         return code
 
+    def wait_for_stderr(self, text: str, timeout: float = 60.0) -> None:
+        """Until ``text`` is in the bot's stderr (``ucc.game``: its engine has loaded, after the setup)."""
+        until = time.monotonic() + timeout
+        while text not in self.stderr:
+            assert time.monotonic() < until and self.proc.poll() is None, f"no {text!r}; stderr: {self.stderr}"
+            time.sleep(0.01)
+
     def rest_of_stdout(self) -> list[str]:
         lines = []
         while (line := self._out.get(5)) is not None:
@@ -463,6 +471,7 @@ def test_whole_game_as_a_child_process(colour: Side) -> None:
     bot = Child("--seed", "11", "--move-time", "2")
     referee = Referee(bot, colour, seed=23)
     referee.start()
+    bot.wait_for_stderr("ucc.game")  # the engine loads after the setup is out; this test is about the game
     while referee.step():
         pass
     assert referee.game is not None and referee.game.result is not None
@@ -529,11 +538,13 @@ def _quit_scenario(colour: Side, script: Callable[[Referee], None]) -> str | Non
         bot.send("QUIT")
         sent = time.monotonic()
         code = bot.wait(30)  # generous: five children start side by side on a possibly loaded machine
-        # Right after the colour line the bot may still be starting up: it sees QUIT after its setup.
+        # Right after the colour line the bot may still be starting up: it sees QUIT after its setup, and the
+        # setup comes first of all (the logs and the player start after it: docs/ucc.md, start-up).
         took = time.monotonic() - max(sent, bot.last_output_at)
     except Exception as exc:
         return f"{exc!r}; stderr: {bot.stderr[-500:]}"
-    if code != 0 or took > 2.0 or "ucc.quit" not in bot.stderr:
+    bound = 10.0 if script in (_quit_right_after_colour, _quit_after_setup) else 2.0
+    if code != 0 or took > bound or "ucc.quit" not in bot.stderr:
         return f"exit {code} {took:.2f} s after QUIT; stderr: {bot.stderr[-500:]}"
     return None
 
@@ -606,10 +617,13 @@ def test_quit_while_a_stubborn_engine_thinks_ends_the_process() -> None:
 
 
 def test_unknown_profile() -> None:
+    # The setup goes out before the configuration is read (docs/ucc.md, start-up); then the bad profile
+    # ends the game with exit 2, naming it.
     bot = Child("--profile", "no-such-profile")
-    assert bot.wait(5) == 2
-    assert bot.rest_of_stdout() == []
-    assert "no-such-profile" in bot.stderr
+    bot.send("BLUE scripted-referee 10 10")
+    assert bot.wait(30) == 2
+    assert len(bot.rest_of_stdout()) == 4
+    assert "ucc.bad_profile" in bot.stderr and "no-such-profile" in bot.stderr
 
 
 # --- the player in-process: thinking, timeouts, a disagreeing referee -----------------------------
@@ -720,6 +734,145 @@ def test_the_profile_for_the_opponent_plays_and_a_broken_one_falls_back() -> Non
         assert game["profile"] == expected and game["soft"] == (0.5 if expected == "hunter" else 1.0)
         failed = [e for e in logs if e["event"] == "ucc.profile_failed"]
         assert len(failed) == (expected == "random")
+
+
+# --- start-up: the setup first, the engine loaded afterwards (issue 31) -----------------------------------
+
+
+def test_a_move_due_while_the_engine_loads_is_a_random_legal_one_and_the_engine_plays_once_loaded() -> None:
+    loaded = threading.Event()
+    asked: list[str] = []
+
+    def load(opponent: str) -> ChosenEngine:
+        asked.append(opponent)
+        assert loaded.wait(30)
+        return ChosenEngine(RightmostEngine(), _limits(0.2, 0.5), "rightmost")
+
+    with structlog.testing.capture_logs() as logs:
+        bot = _player(None, engine_for=load, limits=_limits(0.05, 0.2))
+        ref = Referee(bot, Side.RED, seed=5)
+        ref.start()  # the setup does not wait for the engine
+        ref.step()  # judged legal by the referee: a random move while the engine loads
+        assert bot.player.stats["fallback_moves"] == 1 and bot.player.engine is None
+        loaded.set()
+        for _ in range(6):
+            ref.step()
+        bot.send("QUIT")
+        assert bot.wait(3) == 0
+    assert asked == ["scripted-referee"]
+    assert bot.player.stats == {**bot.player.stats, "fallback_moves": 1, "moves": 4}
+    [fallback] = [e for e in logs if e["event"] == "ucc.fallback_move"]
+    assert fallback["reason"] == "the engine is still loading" and fallback["ply"] == 0
+    [game] = [e for e in logs if e["event"] == "ucc.game"]
+    assert game["profile"] == "rightmost" and game["soft"] == 0.2
+
+
+def test_an_engine_that_cannot_load_ends_the_game_with_exit_2() -> None:
+    def load(opponent: str) -> ChosenEngine:
+        raise ValueError("profile 'nope' is not in the configuration")
+
+    with structlog.testing.capture_logs() as logs:
+        bot = _player(None, engine_for=load)
+        Referee(bot, Side.BLUE).start()
+        assert bot.wait(5) == 2  # without another line from the referee
+    [bad] = [e for e in logs if e["event"] == "ucc.bad_profile"]
+    assert "'nope'" in bad["error"] and bad["log_level"] == "error"
+
+
+def test_the_colour_line_is_answered_before_the_player_starts() -> None:
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"\nBLUE scripted-referee 10 10\n3 6 DOWN OK\n")  # and the opponent's first move
+    out_r, out_w = os.pipe()
+    with os.fdopen(out_w, "w") as out:
+        opening, pending = open_game(read_end, out, random.Random(9))
+    with os.fdopen(out_r) as lines:
+        setup = lines.read().splitlines()
+    assert opening is not None and opening.colour.colour == Side.BLUE and opening.lines == setup
+    assert parse_setup_lines(setup, Side.BLUE) == opening.placement
+    assert pending == b"3 6 DOWN OK\n"  # the player reads on from here
+    # The same seed gives the setup the player would have chosen itself at the colour line.
+    player = UccPlayer(RandomEngine(1), seed=9)
+    assert player._setup(Side.BLUE, player._rng) == opening.placement
+    os.close(write_end)
+    os.close(read_end)
+
+
+@pytest.mark.parametrize(("sent", "pending"), [
+    (b"START\n", b"START\n"),  # not a colour line: the player reads it and says what is wrong
+    (b"RED opponent 8 8\n", b"RED opponent 8 8\n"),  # a board it does not play
+    (b"", b""),  # the end of input
+])
+def test_no_opening_without_a_colour_line_for_the_classic_board(sent: bytes, pending: bytes) -> None:
+    read_end, write_end = os.pipe()
+    os.write(write_end, sent)
+    os.close(write_end)
+    out_r, out_w = os.pipe()
+    with os.fdopen(out_w, "w") as out:
+        assert open_game(read_end, out, random.Random(1)) == (None, pending)
+    with os.fdopen(out_r) as lines:
+        assert lines.read() == ""
+    os.close(read_end)
+
+
+def test_lines_waiting_when_the_reader_starts_are_stamped_with_the_setup_time() -> None:
+    # The referee's clock for RED's first move starts when it sends START, which may be while the player is
+    # still starting up after its setup: such a line must not count from when the reader got to it.
+    now = [100.0]
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"START\n")
+    loop = asyncio.new_event_loop()
+    sink: asyncio.Queue[_Line | None] = asyncio.Queue()
+    reader = threading.Thread(target=_read_lines, args=(read_end, loop, sink),
+                              kwargs={"pending": b"RED x 10 10\n", "since": 40.0, "clock": lambda: now[0]})
+    reader.start()
+    try:
+        first = loop.run_until_complete(asyncio.wait_for(sink.get(), 5))
+        second = loop.run_until_complete(asyncio.wait_for(sink.get(), 5))
+        now[0] = 130.0
+        os.write(write_end, b"0 6 UP OK\n")
+        third = loop.run_until_complete(asyncio.wait_for(sink.get(), 5))
+    finally:
+        os.close(write_end)
+        reader.join(5)
+        loop.close()
+        os.close(read_end)
+    assert first == _Line("RED x 10 10", 40.0) and second == _Line("START", 40.0)
+    assert third == _Line("0 6 UP OK", 130.0)
+
+
+def test_the_move_clock_starts_when_the_turn_line_arrived() -> None:
+    now = [50.0]
+    bot = _player(RandomEngine(1), limits=_limits(0.5, 1.0), clock=lambda: now[0])
+    player = bot.player
+    player._turn_started = 49.25  # START arrived then; the loop got to it only now
+    times = player._start_move(0)
+    assert times.started == 49.25 and times.hard_deadline == 50.25
+    assert player._start_move(0).started == 50.0  # the stamp is used once
+    bot.close_input()
+    assert bot.wait(3) == 0
+
+
+def test_an_oversized_bad_line_is_logged_once_and_clipped() -> None:
+    junk = "X" * 70_000
+    with structlog.testing.capture_logs() as logs:
+        bot = _player(RandomEngine(1))
+        bot.send(junk)
+        assert bot.wait(5) == 1
+    [bad] = [e for e in logs if e["event"] == "ucc.bad_line"]
+    logged = json.dumps(bad)
+    assert logged.count("X" * LOGGED_LINE) == 1 and len(logged) < 2 * LOGGED_LINE + 200
+    assert "70000 characters" in bad["line"] and "no line of the UCC protocol" in bad["error"]
+
+
+def test_the_search_threads_sleep_while_they_wait() -> None:
+    # engine_ext/engine/__init__.py: spinning OpenMP threads cost a busy machine's search its depth.
+    probe = "import os, engine_ext.engine.search; print(os.environ.get('OMP_WAIT_POLICY'))"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == "PASSIVE", run.stderr
+    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
+                         capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == "ACTIVE", run.stderr  # the environment's own choice stands
 
 
 def test_the_opponent_may_break_the_repetition_rules() -> None:
@@ -885,7 +1038,7 @@ def test_ucc_starts_without_importing_the_other_commands() -> None:
     probe = ("import sys; from bot import cli; cli.build_parser(cli.command_module(['ucc', '--seed', '1'])); "
              "print(sorted(m for m in sys.modules if m.startswith('bot.commands.') or m == 'scipy'))")
     run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert run.stdout.split() == ["['bot.commands.config',", "'bot.commands.ucc']"], run.stderr
+    assert run.stdout.split() == ["['bot.commands.ucc']"], run.stderr
 
 
 def test_the_old_example_does_not_run_under_a_referee_that_runs_a_bare_path(tmp_path: Path) -> None:
@@ -926,6 +1079,7 @@ def test_without_profile_ucc_chooses_as_perspecto_bot_does(main: str, expected: 
     ref.start()
     for _ in range(4):
         ref.step()
+    bot.wait_for_stderr("ucc.game")  # the profile loads after the setup; its engine may not have played yet
     bot.send("QUIT")
     assert bot.wait(10) == 0
     assert f"profile={expected}" in bot.stderr
@@ -935,6 +1089,7 @@ def test_without_profile_ucc_plays_the_default_profile_of_the_configuration(tmp_
     config = _config(tmp_path / "config", 'default_profile = "mine"\n', mine='engine = "random"\n')
     bot = Child(argv=[*UCC_CMD[:4], "--config", str(config)])
     Referee(bot, Side.BLUE).start()
+    bot.wait_for_stderr("ucc.game")  # the profile loads after the setup
     bot.send("QUIT")
     assert bot.wait(10) == 0
     assert "profile=mine" in bot.stderr  # not the built-in perspecto

@@ -14,14 +14,16 @@ from typing import Any
 import pytest
 from aiohttp import WSMsgType
 from aiohttp.test_utils import TestClient, TestServer
+from yarl import URL
 
 from bot.host.referee import GameEnded, GameResult, GameStarted, MovePlayed
 from bot.web.feed import GameFeed, Listener, RecordsFolder
+from bot.web.outlook import red_chance
 from bot.web.server import web_app
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
 from engine_ext.rules.replay import replay_positions
-from tests.web_records import random_record
+from tests.web_records import random_record, replayed
 
 
 @pytest.fixture
@@ -111,6 +113,9 @@ async def test_a_live_game_on_the_api_and_the_websocket(feed_and_client: Any) ->
             assert message["move"]["notation"] == record.moves[ply - 1].notation()
             assert message["clock"]["to_move"] == str(played.side.other)
         assert message["clock"]["think"] == {"red": 1.0, "blue": 0.5}
+        # Each side's clock at this ply, from the host's seconds; red's chances on the referee's board.
+        assert message["move"]["took"] == 0.5 and message["move"]["used"] == {"red": 1.0, "blue": 0.5}
+        assert message["move"]["outlook"] == red_chance(replayed(record, 3))
 
         doc = await (await client.get(f"/api/games/{record.game_id}")).json()
         assert [m["move"] for m in doc["moves"]] == [m.move for m in record.moves[:3]]
@@ -181,3 +186,75 @@ def test_a_page_that_falls_behind_is_dropped() -> None:
     assert not listener.dropped.is_set()
     listener.put({"n": 3})
     assert listener.dropped.is_set() and listener.queue.qsize() == 3
+
+
+def strings_in(data: Any) -> list[str]:
+    """Every string in a JSON value, keys included."""
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        return [s for key, value in data.items() for s in (key, *strings_in(value))]
+    if isinstance(data, list):
+        return [s for value in data for s in strings_in(value)]
+    return []
+
+
+async def test_no_json_names_where_the_records_are(tmp_path: Path, feed_and_client: Any) -> None:
+    """Viewers see games by id and records by file name: no absolute path in the list, a game, an error
+    or a WebSocket message, whatever went wrong with the file."""
+    feed, results, client = feed_and_client
+    folder = tmp_path / "secret-folder" / "records"
+    folder.mkdir(parents=True)
+    random_record(1, plies=20).save(folder / "good.json")
+    broken = random_record(2, plies=20)
+    broken.moves[4].move = "A1-A2"
+    broken.save(folder / "broken.json")
+    random_record(3, plies=10).save(folder / "gone.json")
+    records = RecordsFolder(feed, folder)
+    seen: list[Any] = []
+    async with client.ws_connect("/api/live") as ws:
+        seen.append(await receive(ws, "hello"))
+        await records.poll()
+        (folder / "gone.json").unlink()  # listed, then gone before it is opened: an OSError naming the path
+        host_game = random_record(4, plies=12, game_id="host-1")
+        play_through_feed(feed, host_game, 12)
+        result = GameResult(game_id="host-1", names={Side.RED: "red-bot", Side.BLUE: "blue-bot"}, winner=None,
+                            reason="adjourned", plies=12, record=host_game, record_path=folder / "host-1.json")
+        results.append(result)
+        feed.game_over(GameEnded(result))
+        listing = await (await client.get("/api/games")).json()
+        seen.append(listing)
+        assert {g["id"] for g in listing["games"]} == {"good", "broken", "gone", "host-1"}
+        for game in listing["games"]:
+            seen.append(await (await client.get(f"/api/games/{game['id']}")).json())
+        kinds = []
+        while "standings" not in kinds:  # the records, the host game's start, moves and end, then standings
+            seen.append(json.loads((await asyncio.wait_for(ws.receive(), 5)).data))
+            kinds.append(seen[-1]["type"])
+        assert kinds.count("game") == 5 and kinds.count("move") == 12
+    by_id = {doc["id"]: doc for doc in seen if "id" in doc}
+    assert "ply 5" in by_id["broken"]["error"] and "cannot read gone.json" in by_id["gone"]["error"]
+    assert by_id["host-1"]["record"] == "host-1.json"
+    text = [s for data in seen for s in strings_in(data)]
+    assert not [s for s in text if "secret-folder" in s or str(tmp_path) in s]
+    assert not [s for s in text if s.startswith("/") or "\\" in s]
+
+
+@pytest.mark.parametrize("wanted", ["..", "%2E%2E", "...", ".hidden", "%2Ehidden", "a..b", "..%2F..%2Fetc%2Fpasswd",
+                                    "a%2Fb", "a%5Cb", "C:x", "%2Fetc%2Fpasswd", "a%00b", "x" * 200])
+async def test_a_path_like_game_id_is_refused(feed_and_client: Any, wanted: str) -> None:
+    """Refused before anything is looked up (sent as written: the client would tidy ``..`` away)."""
+    _feed, _results, client = feed_and_client
+    response = await client.session.get(URL(f"{client.make_url('/api/games/')}{wanted}", encoded=True))
+    assert response.status == 400 and await response.text() == "a game id is a plain name, not a path"
+
+
+async def test_a_record_file_with_an_odd_name_gets_a_plain_id(tmp_path: Path, feed_and_client: Any) -> None:
+    feed, _results, client = feed_and_client
+    for name in (".hidden.json", "a..b c.json", "ümlaut:1.json"):
+        random_record(len(name), plies=6).save(tmp_path / name)
+    await RecordsFolder(feed, tmp_path).poll()
+    assert sorted(feed.games) == ["_mlaut_1", "a.b_c", "hidden"]
+    for game_id in feed.games:
+        doc = await (await client.get(f"/api/games/{game_id}")).json()
+        assert len(doc["moves"]) == 6

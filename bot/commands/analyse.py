@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bot.tables import print_table
 from engine_ext.lab.analysis import (
     GameAnalysis,
     GroupBy,
@@ -30,8 +31,6 @@ from engine_ext.lab.causes import BACK_ROWS, GUARD_DISTANCE, Cause
 from engine_ext.lab.chases import MIN_CHASE_MOVES, ChaseEnd
 from engine_ext.rules.record import FORMAT as RECORD_FORMAT
 from engine_ext.rules.record import GameRecord
-
-WIDE = 132  # columns the tables get when the output is not a terminal
 
 
 def register(subparsers: Any) -> None:
@@ -61,12 +60,11 @@ def register(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     to_stdout = args.json == "-"
     console = Console(stderr=to_stdout)
-    if not console.is_terminal:  # a log file or a pipe: room for the tables' rows on one line each
-        console.width = max(console.width, WIDE)
     if args.json not in (None, "-") and _would_clobber(Path(args.json)):
         # ``--json`` takes an optional FILE, so ``--json some-record.json ...`` would write over that record.
         console.print(f"[red]--json {args.json}: a folder or a game record, not a file to write the analysis to "
-                      "(put --json after the records, or give it a new file name)[/red]", highlight=False)
+                      "(put --json after the records, or give it a new file name)[/red]", highlight=False,
+                      soft_wrap=True)
         return 2
     paths = record_paths(args.paths)
     if not paths:
@@ -110,14 +108,14 @@ def print_tables(console: Console, games: list[GameAnalysis], by: GroupBy) -> No
     console.print(f"{len(games)} games", highlight=False)
     if not groups:
         return
-    console.print(fates_table(groups))
+    print_table(console, fates_table(groups))
     for group in groups.values():
         console.print(f"{group.name}: marshal or general lost to a bomb or the spy {group.lost_to_bomb_or_spy} "
                       f"of {group.tracked_pieces}; {headline(group)}", highlight=False, soft_wrap=True)
-    console.print(flags_table(groups))
-    console.print(chases_table(groups))
+    print_table(console, flags_table(groups))
+    print_table(console, chases_table(groups))
     if any(group.risks is not None for group in groups.values()):
-        console.print(risks_table(groups))
+        print_table(console, risks_table(groups))
 
 
 def risks_table(groups: dict[str, GroupSummary]) -> Table:

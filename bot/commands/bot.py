@@ -15,13 +15,13 @@ from bot.daemon.client import BotClient
 from bot.daemon.health import health_path
 from bot.daemon.journal import GameJournal
 from bot.daemon.learning import OpponentMemory
-from bot.daemon.opponent_store import OpponentStore, store_path
+from bot.daemon.opponent_store import open_store, store_path
 from bot.daemon.runtime import run
 from bot.daemon.service import BotDaemon, Connector, DaemonOptions
 from bot.logging_setup import configure_logging
 from bot.profiles import load_configuration
 from bot.settings import ConnectionSettings
-from protocol.messages import PROTOCOL_VERSION, HelloParams
+from protocol.messages import NAME_MAX, PROTOCOL_VERSION, HelloParams
 from protocol.mqtt import MqttChannel, MqttSettings, bot_id_from_name, check_id
 from protocol.tcp import connect_with_backoff, parse_address
 
@@ -112,6 +112,10 @@ def main(args: argparse.Namespace) -> int:
         forced = args.profile or settings.profile
         profile = profiles.get(forced) if forced else profiles.select(None)
         name = args.name or settings.identity.name
+        if not 1 <= len(name) <= NAME_MAX:  # the hello would be refused (and the bot would retry forever)
+            raise ValueError(f"the bot's name must be 1 to {NAME_MAX} characters, not {len(name)}")
+        if args.shutdown_grace < 0:
+            raise ValueError(f"--shutdown-grace must be 0 or more, not {args.shutdown_grace:g}")
         bot_id = check_id(args.bot_id, "bot id") if args.bot_id else bot_id_from_name(name)
         connect: Connector
         link_timeout = args.link_timeout or DEFAULT_LINK_TIMEOUT
@@ -135,9 +139,11 @@ def main(args: argparse.Namespace) -> int:
         return 2
     state_dir = args.state_dir or settings.state.dir
     token = args.token or (settings.identity.token.get_secret_value() if settings.identity.token else None)
-    store = None if args.no_learn or not settings.state.learn else OpponentStore(store_path(state_dir))
+    # A damaged store is moved aside; one that cannot be opened (a full or read-only folder) is none: the bot
+    # plays on without it and says so (bot/daemon/opponent_store.py).
+    store, problem = (None, None) if args.no_learn or not settings.state.learn else open_store(store_path(state_dir))
     client = BotClient(profile, select_profile=None if forced else profiles.select, seed=args.seed,
-                       memory=OpponentMemory(store))
+                       memory=OpponentMemory(store, problem=problem))
     args.token = token
     args.max_reconnects = args.max_reconnects if args.max_reconnects is not None else conn.max_reconnects
     args.idle_timeout = args.idle_timeout or conn.idle_timeout

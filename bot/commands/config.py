@@ -11,6 +11,7 @@ from rich.table import Table
 
 from bot.profiles import load_configuration
 from bot.settings import ConfigDirMissing, ConfigError, config_dir
+from bot.tables import print_table
 
 
 def register(sub: Any) -> None:
@@ -82,11 +83,11 @@ def run_show(args: argparse.Namespace) -> int:
     console.print_json(json.dumps(data["settings"]))
     table = Table(title="profiles")
     for column in ("name", "engine", "match", "priority", "setup", "file"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # a narrow terminal folds a long name, never cuts it
     for name, p in data["profiles"].items():
         setup = p["setup"]["mode"] + (f" {p['setup']['name']}" if p["setup"]["name"] else "")
         table.add_row(name, p["engine"], ", ".join(p["match"]) or "-", str(p["priority"]), setup, p["file"])
-    console.print(table)
+    print_table(console, table)
     if args.opponent is not None:
         console.print(f"opponent {args.opponent!r} gets profile [bold]{data['selected_for'][args.opponent]}[/bold]")
     return 0

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -25,6 +26,8 @@ from bot.commands.bot import DEFAULT_LINK_TIMEOUT, add_mqtt_arguments, mqtt_sett
 from bot.daemon.runtime import run
 from bot.host.referee import GameResult, Host, HostSettings, standings
 from bot.logging_setup import configure_logging
+from bot.safe_text import terminal_safe
+from bot.tables import print_table
 from bot.web.feed import GameFeed
 from bot.web.options import add_web_argument
 from bot.web.server import WebServer
@@ -34,6 +37,7 @@ from engine_ext.rules.rulesets import RULESETS
 from engine_ext.rules.tournament import MOVE_LIMIT, MOVE_TIME_AVERAGE, MOVE_TIME_MAX
 from protocol.errors import ConnectFailed
 from protocol.tcp import parse_address
+from protocol.validation import validation_text
 
 
 def add_rules_arguments(p: argparse.ArgumentParser) -> None:
@@ -55,6 +59,10 @@ def add_rules_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def host_settings(args: argparse.Namespace, **extra: Any) -> HostSettings:
+    """The host's settings from the game options (ValueError, ValidationError among them: a bad value)."""
+    if args.move_time_average > args.move_time_max:  # no bot could keep such an average
+        raise ValueError(f"--move-time-average ({args.move_time_average:g} s) must not exceed --move-time-max "
+                         f"({args.move_time_max:g} s); with a shorter maximum, give a shorter average too")
     return HostSettings(
         ruleset=args.ruleset, move_limit=args.move_limit, move_time_max=args.move_time_max,
         move_time_average=args.move_time_average, grace=args.grace, two_squares=args.two_squares or None,
@@ -70,7 +78,11 @@ def standings_table(results: list[GameResult]) -> Table:
         table.add_column(column, justify="left" if column == "bot" else "right")
     for name, t in standings(results).items():
         row = (t.games, t.wins, t.draws, t.losses, t.forfeits, t.adjourned, t.score)
-        table.add_row(name, *(str(v) for v in row))
+        table.add_row(terminal_safe(name), *(str(v) for v in row))
+    unsaved = [r for r in results if r.record_error]
+    if unsaved:  # the results above count them all the same
+        table.caption = (f"[red]{len(unsaved)} game record(s) not saved: "
+                         f"{terminal_safe(unsaved[-1].record_error or '')}[/red]")
     return table
 
 
@@ -96,9 +108,11 @@ def standings_document(run_id: str, results: Iterable[GameResult], *, final: boo
             {"game_id": r.game_id, "red": r.names[Side.RED], "blue": r.names[Side.BLUE],
              "winner": None if r.winner is None else str(r.winner), "reason": r.reason, "plies": r.plies,
              "scores": {"red": r.score(Side.RED), "blue": r.score(Side.BLUE)}, "detail": r.detail,
-             "record": None if r.record_path is None else str(r.record_path)}
+             "record": None if r.record_path is None else str(r.record_path), "record_error": r.record_error}
             for r in results
         ],
+        # What could not be written (a full or read-only records folder): the games count all the same.
+        "not_saved": [f"record of {r.game_id}: {r.record_error}" for r in results if r.record_error],
     }
 
 
@@ -149,8 +163,16 @@ def main(args: argparse.Namespace) -> int:
                                  resume_grace=args.resume_grace, mqtt=mqtt)
         if args.stop_grace < 0:
             raise ValueError(f"--stop-grace must be 0 or more, not {args.stop_grace:g}")
+        # 0 games a pairing would pair the same two bots forever without playing (a busy loop).
+        if args.games_per_pairing < 1:
+            raise ValueError(f"--games-per-pairing must be 1 or more, not {args.games_per_pairing}")
+        if args.max_games is not None and args.max_games < 1:
+            raise ValueError(f"--max-games must be 1 or more, not {args.max_games}")
+    except ValidationError as exc:
+        Console(stderr=True).print(f"[red]bad option: {validation_text(exc)}[/red]", highlight=False)
+        return 2
     except ValueError as exc:
-        Console(stderr=True).print(f"[red]{exc}[/red]")
+        Console(stderr=True).print(f"[red]{exc}[/red]", highlight=False)
         return 2
     return run(_serve(settings, args, console))
 
@@ -217,13 +239,22 @@ async def _tournament(
         try:
             save_standings(saved_to, standings_document(host.run_id, host.results, final=final))
         except OSError as exc:  # a full disk costs the file, not the tournament
-            console.print(f"[red]cannot save the standings to {saved_to}: {exc}[/red]", highlight=False)
+            import structlog  # here: the command's start-up imports only what it needs
+
+            structlog.get_logger().error("host.standings_not_saved", path=str(saved_to), error=str(exc),
+                                         games=len(host.results))
+            console.print(f"[red]cannot save the standings to {saved_to}: {exc}[/red]", highlight=False,
+                          soft_wrap=True)
             return False
         return True
 
     def report(result: GameResult) -> None:
         colour = "yellow" if result.forfeits or result.adjourned else "default"
-        console.print(f"[{colour}]{result.summary()}[/{colour}]", soft_wrap=True, highlight=False)
+        console.print(f"[{colour}]{terminal_safe(result.summary())}[/{colour}]", soft_wrap=True, highlight=False)
+        if result.record_error:
+            console.print(f"[red]{result.game_id}: the game's record was not saved "
+                          f"({terminal_safe(result.record_error)}); its result counts[/red]",
+                          soft_wrap=True, highlight=False)
         save(final=False)
 
     lobby = asyncio.create_task(
@@ -243,7 +274,7 @@ async def _tournament(
                 await lobby
         # A bot busy with a move when its game was adjourned reads the goodbye once it has answered.
         await host.close(linger=settings.move_time_max + settings.grace + 1.0)
-        console.print(standings_table(host.results))
+        print_table(console, standings_table(host.results))
         if save(final=True):
             console.print(f"standings saved to {saved_to}", highlight=False, soft_wrap=True)
     return 0

@@ -13,7 +13,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from engine_ext.lab.runner import GameOutcome, Match, sprt_line
-from engine_ext.lab.sprt import MIN_VARIED_SAMPLES, varied_samples
 from engine_ext.lab.stats import EloEstimate
 
 
@@ -42,10 +41,6 @@ def status(match: Match) -> str:
         text += f"  LLR {match.llr:+.2f} [{match.sprt.lower:.2f}, {match.sprt.upper:.2f}]"
         if match.verdict is not None:
             text += f" {match.verdict}"
-        elif not match.sprt.lower < match.llr < match.sprt.upper:
-            # Past a bound without a verdict: the pairs have not shown their spread yet (engine_ext/lab/sprt.py).
-            varied = int(varied_samples(match.pentanomial.counts))
-            text += f" (no verdict yet: {varied} of {MIN_VARIED_SAMPLES} pairs off the commonest result)"
     return text
 
 
@@ -61,7 +56,9 @@ class LabProgress:
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
         )
-        self.progress = Progress(*columns, console=console, transient=False)
+        # Without a terminal the bars would be drawn once, at the end, cut to COLUMNS: the status lines
+        # say the same in full.
+        self.progress = Progress(*columns, console=console, transient=False, disable=not console.is_terminal)
         self.tasks: dict[str, TaskID] = {
             m.label: self.progress.add_task(f"{m.a.name} vs {m.b.name}", total=2 * m.pairs, status="")
             for m in matches
@@ -93,9 +90,11 @@ def result_table(matches: Sequence[Match]) -> Table:
     count = sum(len(m.games) for m in matches)
     table = Table(title=f"{len(matches)} pairing{'' if len(matches) == 1 else 's'}, {count} games")
     for column in ("A", "B", "games", "W", "D", "L", "score", "Elo [95 %]", "LOS", "draws", "pairs 0/½/1/1½/2"):
-        # The names and the figures stay whole; a narrow terminal squeezes the counts instead.
-        table.add_column(column, justify="left" if column in ("A", "B") else "right",
-                         no_wrap=column in ("A", "B", "Elo [95 %]", "pairs 0/½/1/1½/2"))
+        # A narrow terminal (80 columns) wraps the names, the interval and the headings onto more lines and
+        # keeps every figure whole; squeezing the counts left W/D/L, score and LOS empty (issue 33).
+        wide = column in ("A", "B", "Elo [95 %]", "pairs 0/½/1/1½/2")
+        table.add_column(column, justify="left" if column in ("A", "B") else "right", no_wrap=not wide,
+                         overflow="fold" if wide else "ellipsis")
     for m in matches:
         t = m.trinomial
         elo = m.elo()

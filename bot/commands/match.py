@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from bot.commands.host import add_rules_arguments, host_settings
 from bot.commands.lab_view import LabProgress, footer, json_summary, result_table
@@ -31,6 +32,7 @@ from bot.host.match import result_table as host_result_table
 from bot.logging_setup import configure_logging
 from bot.profiles import ProfileSet, load_configuration
 from bot.settings import config_dir
+from bot.tables import print_table
 from bot.web.feed import GameFeed
 from bot.web.options import add_web_argument
 from bot.web.server import WebServer
@@ -45,6 +47,7 @@ from engine_ext.rules.pieces import RANK_STYLES
 from engine_ext.rules.rulesets import get_ruleset
 from protocol.errors import ConnectFailed
 from protocol.mqtt import MqttSettings
+from setups.notation import LEGEND as SETUP_LEGEND
 
 # With --sprt and no --max-games: a cap no test between real engine versions should reach.
 DEFAULT_SPRT_MAX_GAMES = 20000
@@ -99,7 +102,8 @@ def register(subparsers: Any) -> None:
                      "--move-time-average / --move-time-max")
     lab.add_argument("--setups", metavar="SOURCE",
                      help="where the pairs' setups come from: generated (human-like, the default), library "
-                     "(the named setups) or a file with one setup a line (e.g. the Gravon data)")
+                     "(the named setups) or a file with one setup a line (e.g. the Gravon data) in any of the "
+                     f"notations of {SETUP_LEGEND}")
     lab.add_argument("--sprt", metavar="SPEC", help='stop when the SPRT decides, e.g. "elo0=0 elo1=10 alpha=0.05 '
                      'beta=0.05"; checked after every game pair')
     lab.add_argument("--max-games", type=int, help=f"with --sprt: games before the test ends inconclusive "
@@ -183,22 +187,28 @@ async def _match_on_the_web(runner: MatchRunner, games: int, address: str, conso
 
 
 def show_match(result: MatchResult, console: Console) -> None:
-    console.print(host_result_table(result))
+    print_table(console, host_result_table(result))
     console.print(result_summary(result), highlight=False)
     paths = [g.record_path for g, _ in result.games if g.record_path is not None]
     if paths:
         where = paths[0] if len(paths) == 1 else paths[0].parent
         console.print(f"records: {where}  (perspecto replay {paths[-1]})", highlight=False, soft_wrap=True)
+    unsaved = [g for g, _ in result.games if g.record_error]
+    if unsaved:  # a full or read-only records folder: the results above count them all the same
+        console.print(f"[red]{len(unsaved)} game record(s) not saved: {escape(unsaved[-1].record_error or '')}[/red]",
+                      highlight=False, soft_wrap=True)
 
 
-def _finite(value: Any) -> Any:
-    """JSON has no infinity: an unbounded interval end is written as the text "inf" / "-inf"."""
+def json_numbers(value: Any) -> Any:
+    """JSON has no infinity: an unbounded interval end (``low``, ``high``) and the Elo of a match won or
+    lost outright are written as null, never as text, so that every number a script reads is a number
+    (the score, 1 or 0, says which way an Elo of null goes)."""
     if isinstance(value, float) and not math.isfinite(value):
-        return "inf" if value > 0 else "-inf"
+        return None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: json_numbers(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_finite(v) for v in value]
+        return [json_numbers(v) for v in value]
     return value
 
 
@@ -313,7 +323,7 @@ def play_lab(args: argparse.Namespace) -> int:
         if log is not None:
             log.close()
     seconds = time.monotonic() - started
-    console.print(result_table(matches))
+    print_table(console, result_table(matches))
     for line in footer(matches, seconds, concurrency):
         console.print(line, highlight=False, soft_wrap=True)
     if first.records is not None and any(m.games for m in matches):
@@ -326,7 +336,7 @@ def play_lab(args: argparse.Namespace) -> int:
                     "move_limit": first.rules.move_limit, "ruleset": first.rules.ruleset,
                     "setups": first.source.description, "params": args.param or [], "sprt": args.sprt,
                     "cluster": args.cluster, "interrupted": interrupted}
-        summary = _finite(json_summary(matches, settings, seconds))
+        summary = json_numbers(json_summary(matches, settings, seconds))
         args.json.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     if web is not None:
         if not interrupted:

@@ -17,6 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from bot.tables import print_table
 from engine_ext.research.rank_values import (
     LITERATURE,
     LITERATURE_NAMES,
@@ -136,8 +137,6 @@ def _load(args: argparse.Namespace) -> tuple[RankCounts, list[str]]:
 
 def _print_tables(counts: RankCounts, factors: Sequence[Fraction]) -> None:
     console = Console()
-    if not console.is_terminal:
-        console = Console(width=132)  # a pipe or file: do not squeeze the columns to 80
     problems: list[str] = []
     for model in MODELS:
         table = Table(title=f"Model {model}: {MODEL_TEXT[model]}", caption=None)
@@ -157,7 +156,7 @@ def _print_tables(counts: RankCounts, factors: Sequence[Fraction]) -> None:
             cells = [rank.label, *(_lit(LITERATURE[ref][rank]) for ref in LITERATURE)]
             cells += ["–" if c is None else str(round_half_up(c.values[rank])) for c in columns]
             table.add_row(*cells)
-        console.print(table)
+        print_table(console, table)  # whole in a pipe or a file, however many --factor columns
     flags = ", ".join(f"{ref} {_lit(scale[Rank.FLAG])}" for ref, scale in LITERATURE.items())
     console.print(f"Counts: {_source(counts)}. Marshal = 100; values rounded. "
                   f"Flag left out (0 by the study's definition; literature: {flags}).")

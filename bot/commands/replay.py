@@ -16,6 +16,7 @@ from rich.text import Text
 from bot.daemon.runtime import run
 from bot.host.board_view import board_panel
 from bot.logging_setup import configure_logging
+from bot.safe_text import terminal_safe
 from bot.web.options import add_web_argument
 from engine_ext.rules.game import MoveResult
 from engine_ext.rules.pieces import RANK_STYLES, Side
@@ -113,7 +114,7 @@ def main(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         console.print(f"[red]cannot read {args.file}: {exc}[/red]")
         return 2
-    names = {Side.RED: record.red.name, Side.BLUE: record.blue.name}
+    names = {Side.RED: record.red.name, Side.BLUE: record.blue.name}  # board_panel shows them safely
     moves: list[MoveResult] = []
     try:
         # The whole record is checked before anything is shown: a broken one is refused, not half-shown.
@@ -141,7 +142,7 @@ def main(args: argparse.Namespace) -> int:
                     time.sleep(delay)
     elif args.every is None:
         for line in summary_lines(record, moves):
-            console.print(line, highlight=False)
+            console.print(terminal_safe(line), highlight=False)
         console.print(board_panel(final, names, style=args.style, last=last))
     else:
         every = max(1, args.every)
@@ -149,7 +150,7 @@ def main(args: argparse.Namespace) -> int:
             if played is not None:
                 console.print(f"{game.ply:>5}. {_move_line(played)}")
                 for line in info_lines(record.moves[game.ply - 1]):
-                    console.print(f"         {line}", highlight=False, style="dim")
+                    console.print(f"         {terminal_safe(line)}", highlight=False, style="dim")
             if played is None or game.ply % every == 0 or game.ply == len(record.moves):
                 console.print(board_panel(game, names, style=args.style, last=played))
     if record.result:
@@ -157,5 +158,6 @@ def main(args: argparse.Namespace) -> int:
         winner = result.get("winner")
         who = "draw" if winner is None else f"{names[Side.parse(winner)]} ({winner}) wins"
         detail = f": {result['detail']}" if result.get("detail") else ""
-        console.print(f"{record.game_id}: {who} by {result.get('reason')} after {result.get('plies')} plies{detail}")
+        console.print(terminal_safe(f"{record.game_id}: {who} by {result.get('reason')} after {result.get('plies')} "
+                                    f"plies{detail}"))
     return 0

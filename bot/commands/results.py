@@ -18,7 +18,9 @@ from rich.console import Console
 from rich.table import Table
 
 from bot.daemon.opponent_store import OpponentStore, OpponentSummary, SetupUse, store_path
+from bot.safe_text import terminal_safe
 from bot.settings import load_settings
+from bot.tables import print_table
 
 # How a setup without a name shows: the generated fallback, or an outside program's own setup.
 UNNAMED_SETUP = "(unnamed)"
@@ -76,13 +78,14 @@ def _fear(value: float | None) -> str:
 
 
 def results_table(summaries: list[OpponentSummary], path: Path) -> Table:
-    table = Table(title=f"results per opponent ({path})",
+    table = Table(title=f"results per opponent ({terminal_safe(str(path))})",
                   caption="W/D/L include forfeits (F: won/lost by forfeit); adj: adjourned, no points")
     for heading in ("opponent", "games", "W", "D", "L", "F", "adj", "score", "estOppFear", "bluff scale"):
-        table.add_column(heading, justify="left" if heading == "opponent" else "right")
+        table.add_column(heading, justify="left" if heading == "opponent" else "right",
+                         overflow="fold")  # a narrow terminal folds a long name, never cuts it
     for s in summaries:
         forfeits = f"{s.results.get('forfeit_win', 0)}/{s.results.get('forfeit_loss', 0)}"
-        table.add_row(s.name, str(s.games), str(s.wins), str(s.draws), str(s.losses), forfeits,
+        table.add_row(terminal_safe(s.name), str(s.games), str(s.wins), str(s.draws), str(s.losses), forfeits,
                       str(s.results.get("adjourned", 0)), str(s.score), _fear(s.est_opp_fear),
                       _fear(s.own_fear_scale))
     return table
@@ -90,13 +93,14 @@ def results_table(summaries: list[OpponentSummary], path: Path) -> Table:
 
 def setups_table(summaries: list[OpponentSummary]) -> Table:
     table = Table(title="setups played, per opponent (most played first)")
-    table.add_column("opponent")
-    table.add_column("setup")
+    table.add_column("opponent", overflow="fold")
+    table.add_column("setup", overflow="fold")
     for heading in ("games", "W", "D", "L"):
         table.add_column(heading, justify="right")
     for s in summaries:
         for i, use in enumerate(s.setups):
-            table.add_row(s.name if i == 0 else "", use.name or UNNAMED_SETUP, str(use.games), str(use.wins),
+            table.add_row(terminal_safe(s.name) if i == 0 else "", terminal_safe(use.name or UNNAMED_SETUP),
+                          str(use.games), str(use.wins),
                           str(use.draws), str(use.losses), end_section=i == len(s.setups) - 1)
     return table
 
@@ -128,6 +132,6 @@ def main(args: argparse.Namespace) -> int:
     if not summaries:
         console.print(f"no games in {path} yet")
         return 0
-    console.print(results_table(summaries, path))
-    console.print(setups_table(summaries))
+    print_table(console, results_table(summaries, path))
+    print_table(console, setups_table(summaries))
     return 0

@@ -12,11 +12,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from bot.tables import print_table
 from engine_ext.rules.pieces import RANK_STYLES, Rank, Side
 from engine_ext.rules.rulesets import RULESETS, Ruleset, SetupError, get_ruleset
 from setups.generator import floor_violations, generate_setup
 from setups.library import LibraryError, NamedSetup, SetupLibrary, read_setup_file
-from setups.notation import Notation, Setup, format_setup, parse_setup
+from setups.notation import LEGEND, Notation, Setup, format_setup, parse_setup
 from setups.stats import load_stats
 
 # Colours say what a piece is for at a glance: the flag and bombs stand out, the top pieces are bold.
@@ -37,7 +38,9 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "setups",
         help="list, show, generate and check setups",
-        description="The setup library, the generator and a legality check, with a board picture.",
+        description="The setup library, the generator and a legality check, with a board picture. Setups "
+        "are written in three text notations (american, ucc, gravon) and drawn on the board with the rank "
+        f"symbols of --style; one legend of all of them: {LEGEND}.",
     )
     actions = parser.add_subparsers(dest="setups_action", metavar="ACTION", required=True)
 
@@ -48,9 +51,10 @@ def register(subparsers: Any) -> None:
     display.add_argument("--side", choices=["red", "blue"], default="red",
                          help="label the board rows as this side plays them (default red)")
     display.add_argument("--style", choices=RANK_STYLES, default="american",
-                         help="rank symbols on the board: american (marshal 10) or european (marshal 1)")
+                         help=f"rank symbols on the board: american (marshal 10, spy 1) or european (marshal 1, "
+                         f"spy S); legend: {LEGEND}")
     display.add_argument("--notation", choices=[n.value for n in Notation], default=Notation.AMERICAN.value,
-                         help="notation of the printed text (default american)")
+                         help=f"notation of the printed text (default american); legend: {LEGEND}")
 
     p_list = actions.add_parser("list", parents=[common], help="the named setups")
     p_list.add_argument("--ruleset", default=None, help="only this ruleset (default: all)")
@@ -69,10 +73,12 @@ def register(subparsers: Any) -> None:
     p_gen.set_defaults(func=run_generate)
 
     p_check = actions.add_parser("check", parents=[display], help="is a setup file legal? (exit 1 if not)")
-    p_check.add_argument("file", help="a setup text file (rows, front row first) or a library .toml; - for stdin")
+    p_check.add_argument("file", help="a setup text file (rows, front row first, in any notation: "
+                         f"{LEGEND}) or a library .toml; - for stdin")
     p_check.add_argument("--ruleset", default="classic", choices=sorted(RULESETS))
     p_check.add_argument("--input-notation", dest="input_notation", default=None,
-                         choices=[n.value for n in Notation], help="the file's notation (default: detect)")
+                         choices=[n.value for n in Notation],
+                         help=f"the file's notation (default: detect); legend: {LEGEND}")
     p_check.set_defaults(func=run_check)
 
 
@@ -109,6 +115,13 @@ def board_table(setup: Setup, side: Side = Side.RED, style: str = "american") ->
     return table
 
 
+def board_legend(style: str = "american") -> str:
+    """One line under a board: what its symbols are (they are not the text notations' letters)."""
+    ranks = sorted((rank for rank in Rank if rank.movable and rank is not Rank.UNKNOWN), reverse=True)
+    symbols = " ".join(f"{rank.symbol(style)}={rank.label}" for rank in [*ranks, Rank.BOMB, Rank.FLAG])
+    return f"board ({style}): {symbols}; every notation: {LEGEND}"
+
+
 def _flag_square(setup: Setup, side: Side = Side.RED) -> str:
     flags = setup.index_of(Rank.FLAG)
     return str(setup.square(flags[0], side)) if flags else "-"
@@ -122,7 +135,8 @@ def _print_setup(console: Console, entry: NamedSetup, args: argparse.Namespace) 
         console.print(entry.description)
     if entry.tags:
         console.print(Text("tags: " + ", ".join(entry.tags), style="dim"))
-    console.print(board_table(setup, side, args.style))
+    print_table(console, board_table(setup, side, args.style))
+    console.print(Text(board_legend(args.style), style="dim"), soft_wrap=True)
     console.print(f"{args.notation}{NOTATION_HEADING}")
     console.print(format_setup(setup, args.notation), markup=False)
     stats = load_stats(setup.ruleset)
@@ -152,7 +166,7 @@ def run_list(args: argparse.Namespace) -> int:
         stats = load_stats(entry.ruleset)
         score = f"{stats.score(entry.setup).normalised:.2f}" if stats is not None else "-"
         table.add_row(entry.ruleset.name, entry.name, _flag_square(entry.setup), score, entry.description)
-    console.print(table)
+    print_table(console, table)
     console.print(f"{len(library.entries(ruleset))} setup(s); 'human' is 1.00 for a typical Gravon player's setup")
     return 0
 

@@ -1,26 +1,32 @@
-"""``perspecto ucc``: play one game as a child process of the UCC 2012 referee (docs/ucc.md)."""
+"""``perspecto ucc``: play one game as a child process of the UCC 2012 referee (docs/ucc.md).
+
+The referee forfeits a program whose setup is not out within its -T seconds of starting it, so a game starts
+in this order: only the rules, the UCC codec and the setup generator are imported (bot/ucc/opening.py); the
+witness is forked (before any thread); the configuration and the engine start loading on a thread of their
+own (``Preload``) at once if the colour line is not there within 50 ms (BLUE waits while RED sets up: time
+to load in); the colour line is answered with the setup; the logs and the game loop's modules are imported,
+then the loading starts if it has not; the player plays random legal moves should a move be due before the
+engine is there. This module imports nothing heavy at the top: bot/cli.py imports it before the setup.
+"""
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
+import random
 import shlex
 import stat
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import structlog
+from bot.ucc.opening import DEFAULT_MOVE_TIME
 
-from bot import __version__
-from bot.config import BotProfile, ProfileError
-from bot.profiles import ProfileSet, load_configuration
-from bot.settings import config_dir
-from bot.ucc.player import DEFAULT_MOVE_TIME, run_ucc
-from bot.ucc.witness import EndWitness
-
-log = structlog.get_logger()
+if TYPE_CHECKING:
+    from bot.config import BotProfile
+    from bot.profiles import ProfileSet
+    from bot.ucc.player import ChosenEngine
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -50,6 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def configure_logging(level: str) -> None:
     """structlog to stderr only: stdout carries the protocol and nothing else."""
+    import logging
+
+    import structlog
+
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -63,47 +73,124 @@ def configure_logging(level: str) -> None:
     )
 
 
+def _error(event: str, **fields: Any) -> None:
+    import structlog
+
+    structlog.get_logger().error(event, **fields)
+
+
 def run(args: argparse.Namespace) -> int:
-    configure_logging(args.log_level)
     if not args.move_time > 0:
-        log.error("ucc.bad_option", option="--move-time", value=args.move_time)
-        return 2
-    try:
-        profile, profiles = choose_profile(args.config, args.profile)
-        profile.create_engine(args.seed)  # a bad engine configuration fails here, before the game
-    except ProfileError as exc:
-        log.error("ucc.bad_profile", error=str(exc))
+        configure_logging(args.log_level)
+        _error("ucc.bad_option", option="--move-time", value=args.move_time)
         return 2
     if args.write_wrapper is not None:
-        return write_wrapper(args, profile, profiles)
+        return check_and_write_wrapper(args)
+    return play(args)
+
+
+def play(args: argparse.Namespace) -> int:
+    """One game: the setup first, the engine loading meanwhile (the module's docstring)."""
+    from bot.ucc.opening import input_within, load_generator, open_game
+    from bot.ucc.witness import EndWitness
+
+    rng = random.Random(args.seed)  # the setup's, then the player's: --seed replays the game
+    load_generator()
+    witness = EndWitness.start(lambda: configure_logging(args.log_level))  # before any thread starts: it forks
+    # The colour line not there at once: the referee is busy with the other program's setup; load meanwhile.
+    preload = None if input_within(0, 0.05) else Preload(args)
+    opening, pending = open_game(0, sys.stdout, rng)
+    configure_logging(args.log_level)
+    from bot.ucc.player import run_ucc
+
+    # Only now, when not started before: the game loop's own imports come first (RED's first move is due
+    # within -T of START, which follows the setups at once).
+    preload = preload or Preload(args)
+
     protocol_out = sys.stdout
     sys.stdout = sys.stderr  # a stray print anywhere must not corrupt the protocol
-    witness = EndWitness.start()  # before any thread starts: it forks
     try:
-        code = run_ucc(profile, move_time=args.move_time, seed=args.seed, in_fd=0, out=protocol_out,
-                       select_profile=profiles.select if profiles is not None else None, witness=witness)
+        code = run_ucc(preload.engine_for, move_time=args.move_time, rng=rng, in_fd=0, out=protocol_out,
+                       witness=witness, opening=opening, pending=pending, profile_name=args.profile or "")
     finally:
         sys.stdout = protocol_out
     try:
         protocol_out.flush()
     except (BrokenPipeError, ValueError):  # the referee closed our stdout: keep exit quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    if any(t.name == "ucc-engine" and t.is_alive() for t in threading.enumerate()):
-        # QUIT came while the engine was thinking; the referee wants us gone at once.
+    if any(t.name in ("ucc-engine", "ucc-load") and t.is_alive() for t in threading.enumerate()):
+        # QUIT came while the engine was thinking or loading; the referee wants us gone at once.
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+class Preload:
+    """The configuration and the engine of the profile to play (the forced one, else the default one: the
+    profile chosen by the opponent's name usually is the default, and its modules are the same), loaded on a
+    thread of its own; ``engine_for`` waits for it and picks the profile for the opponent."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args = args
+        self._done = threading.Event()
+        self._loaded: tuple[BotProfile, ProfileSet | None, Any] | None = None
+        self._error: BaseException | None = None
+        # Named as the player's loader: bot/commands/ucc.py exits at once should QUIT come while it runs.
+        threading.Thread(target=self._load, name="ucc-load", daemon=True).start()
+
+    def _load(self) -> None:
+        try:
+            profile, profiles = choose_profile(self._args.config, self._args.profile)
+            self._loaded = (profile, profiles, profile.create_engine(self._args.seed))
+        except BaseException as exc:  # told to the player when it asks (exit 2)
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def engine_for(self, opponent: str) -> ChosenEngine:
+        """The engine for ``opponent`` (the colour line's name), as ``perspecto bot`` chooses its profile;
+        called on the player's loading thread. A bad configuration or profile raises (exit 2)."""
+        from bot.ucc.player import ChosenEngine
+        from engine_ext.engine.timeman import TimeLimits
+
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._loaded is not None
+        profile, profiles, engine = self._loaded
+        seed = self._args.seed
+        chosen = profiles.select(opponent) if profiles is not None else profile
+        if chosen.name != profile.name:
+            engine = chosen.create_engine(seed)
+        return ChosenEngine(engine, TimeLimits.for_ucc(chosen, self._args.move_time), chosen.name,
+                            renew=lambda: chosen.create_engine(seed))
 
 
 def choose_profile(config: str | None, forced: str | None) -> tuple[BotProfile, ProfileSet | None]:
     """The profile to play as ``perspecto bot`` chooses it: ``--profile``, else the configuration's
     ``profile``; otherwise the default profile now and the ProfileSet to choose by the opponent's name
     (the referee's colour line gives it). A bad configuration raises ConfigError (bot/cli.py: exit 2)."""
+    from bot.profiles import load_configuration
+
     settings, profiles = load_configuration(config)
     forced = forced or settings.profile
     if forced:
         return profiles.get(forced), None
     return profiles.select(None), profiles
+
+
+def check_and_write_wrapper(args: argparse.Namespace) -> int:
+    """``--write-wrapper``: the profile is checked (and its engine started once) before the file is written."""
+    from bot.config import ProfileError
+
+    configure_logging(args.log_level)
+    try:
+        profile, profiles = choose_profile(args.config, args.profile)
+        profile.create_engine(args.seed)  # a bad engine configuration fails here, not under the referee
+    except ProfileError as exc:
+        _error("ucc.bad_profile", error=str(exc))
+        return 2
+    return write_wrapper(args, profile, profiles)
 
 
 def perspecto_command() -> list[str]:
@@ -123,6 +210,9 @@ WRAPPER_MARK = "# perspecto ucc wrapper"
 
 def wrapper_text(args: argparse.Namespace) -> str:
     """The sh script: exec Perspecto's UCC player with the options given (the referee passes none)."""
+    from bot import __version__
+    from bot.settings import config_dir
+
     command = [*perspecto_command(), "ucc"]
     folder = config_dir(args.config)
     if folder.is_dir():
@@ -144,15 +234,17 @@ def wrapper_text(args: argparse.Namespace) -> str:
 
 
 def write_wrapper(args: argparse.Namespace, profile: BotProfile, profiles: ProfileSet | None) -> int:
+    from bot.settings import config_dir
+
     path: Path = args.write_wrapper
     if path.exists() and (not path.is_file() or WRAPPER_MARK not in path.read_text(errors="replace")[:200]):
-        log.error("ucc.wrapper_refused", path=str(path), why="there is a file of something else there")
+        _error("ucc.wrapper_refused", path=str(path), why="there is a file of something else there")
         return 2
     try:
         path.write_text(wrapper_text(args), encoding="utf-8")
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     except OSError as exc:
-        log.error("ucc.wrapper_failed", path=str(path), error=exc.strerror or str(exc))
+        _error("ucc.wrapper_failed", path=str(path), error=exc.strerror or str(exc))
         return 2
     folder = config_dir(args.config)
     plays = (f"profile {profile.name!r}" if profiles is None else

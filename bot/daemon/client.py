@@ -402,11 +402,26 @@ class BotClient:
         """Whether this game's gameOver was taken already (a repeated one changes nothing)."""
         return game_id in self._finished_games
 
+    def game_over_applies(self, game_id: str) -> bool:
+        """Whether a gameOver for ``game_id`` ends the game this bot is playing: not one it finished already,
+        nor one it is not playing (between games, or another game id than its setGameOption gave; a game
+        whose host sent no gameId cannot be told apart and is taken to be it)."""
+        if self.game_finished(game_id) or not self.in_game:
+            return False
+        return self.options.game_id is None or self.options.game_id == game_id
+
     async def _game_over(self, params: GameOverParams) -> None:
         # At least once delivery (a host that sends it again after a resume, a transport that repeats it)
         # must not count, learn from or log a game twice, nor end the game that follows it.
         if self.game_finished(params.game_id):
             log.info("bot.game_over_repeated", game=params.game_id)
+            return
+        # Nor may a gameOver for a game this bot is not playing (a confused or hostile host) end the game it
+        # is playing, or store a result it never played for.
+        if not self.game_over_applies(params.game_id):
+            log.warning("bot.game_over_ignored", game=params.game_id, winner=None if params.winner is None
+                        else str(params.winner), reason=params.reason,
+                        playing=self.options.game_id if self.in_game else None)
             return
         self._finished_games[params.game_id] = None
         if len(self._finished_games) > _FINISHED_GAMES_KEPT:

@@ -4,12 +4,14 @@
 temporary file renamed over it) every few seconds and at once when the state changes::
 
     {"state": "in_game", "game_id": "7d918c-0001", "pid": 4242, "updated": "2026-01-01T12:00:00.000Z",
-     "updated_ts": 1767268800.0, "since": "...", "bot": "perspecto", "transport": "mqtt", "stopping": false}
+     "updated_ts": 1767268800.0, "since": "...", "bot": "perspecto", "transport": "mqtt", "stopping": false,
+     "not_saved": {}}
 
 States: ``disconnected`` (no session with a host: connecting, reconnecting, the broker or the host out of
 reach, or the daemon has stopped), ``connected`` (a connection, hello not yet answered), ``idle`` (a
 session, no game), ``in_game``. The check passes when the file is fresh and the state is not
-``disconnected``.
+``disconnected``. ``not_saved`` names what the bot cannot write (``journal``, ``opponent_store``: why;
+``games_not_stored``: how many); the check prints it, as a bot that plays on without them is still healthy.
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ def check_health(path: Path, *, max_age: float = DEFAULT_MAX_AGE, now: float | N
     game = f" (game {data['game_id']})" if data.get("game_id") else ""
     stopping = ", stopping" if data.get("stopping") else ""
     line = f"{state}{game}{stopping}, updated {age:.1f} s ago, pid {data.get('pid')}"
+    not_saved = data.get("not_saved")
+    if isinstance(not_saved, dict) and not_saved:
+        line += "; NOT SAVED: " + "; ".join(f"{what}: {why}" for what, why in sorted(not_saved.items()))
     if age > max_age:
         return False, f"stale: {line} (more than {max_age:g} s)"
     if state not in STATES or state == "disconnected":
@@ -96,13 +101,14 @@ class HealthReporter:
         self.status = status
         self.interval = interval
         self.history: list[str] = []  # the states written, in order (tests, logs)
+        self.write_error: str | None = None  # why the last write failed (logged once until it changes)
         self._last_key: tuple[Any, ...] | None = None
         self._since = time.time()
         self._task: asyncio.Task[None] | None = None
 
     def refresh(self, *, force: bool = False) -> None:
         status = self.status()
-        key = (status.get("state"), status.get("game_id"), status.get("stopping"))
+        key = (status.get("state"), status.get("game_id"), status.get("stopping"), repr(status.get("not_saved")))
         if key == self._last_key and not force:
             return
         if key[0] != (self._last_key or (None,))[0]:
@@ -116,7 +122,13 @@ class HealthReporter:
         try:
             write_health(self.path, status)
         except OSError as exc:  # a full or read-only disk must not stop the games
-            log.warning("bot.health_write_failed", path=str(self.path), error=str(exc))
+            if str(exc) != self.write_error:  # once, not at every call of every game
+                log.warning("bot.health_write_failed", path=str(self.path), error=str(exc))
+            self.write_error = str(exc)
+            return
+        if self.write_error is not None:
+            log.info("bot.health_write_recovered", path=str(self.path))
+            self.write_error = None
 
     def start(self) -> None:
         self.refresh(force=True)

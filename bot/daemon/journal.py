@@ -16,6 +16,12 @@ again, and then asks the host to resume, presenting the key. A finished game mov
 
 Calls are matched by their place in the game and their content, not by JSON-RPC id: ids start again on
 every connection.
+
+The journal never costs a game. A write that fails (a full or read-only state folder) ends the journal of that
+game: the file is deleted (a journal with calls missing would resume the game wrongly), the game goes on from
+memory (a reconnect within the process still resumes it; a restart cannot), ``problem`` says why for the
+heartbeat, and the next game tries again. What ``done/`` keeps is bounded: the last ``keep`` games (50) and at
+most ``keep_bytes`` (32 MiB) of them, the oldest deleted first, so finished journals cannot fill a small volume.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ from protocol.messages import HOST_TO_BOT, GameOverParams, GetAIMoveParams, GetA
 log = structlog.get_logger()
 
 JOURNAL_FORMAT = "perspecto-journal/1"
+DONE_KEPT = 50  # finished games kept in done/
+DONE_KEPT_BYTES = 32 * 2**20  # and at most this many bytes of them (the newest game is kept whatever its size)
 
 
 class JournalError(Exception):
@@ -101,13 +109,17 @@ class JournalEntry:
 class GameJournal:
     """The current game's calls in an append-only JSON-lines file, one per bot id, locked to one process."""
 
-    def __init__(self, directory: Path, bot_id: str, *, fsync: bool = True, keep: int = 50) -> None:
+    def __init__(self, directory: Path, bot_id: str, *, fsync: bool = True, keep: int = DONE_KEPT,
+                 keep_bytes: int = DONE_KEPT_BYTES) -> None:
         self.directory = directory
         self.bot_id = re.sub(r"[^A-Za-z0-9_.-]", "_", bot_id)[:64] or "bot"
         self.path = directory / f"{self.bot_id}.jsonl"
         self.done_dir = directory / "done"
         self.fsync = fsync
         self.keep = keep  # finished games kept in done/
+        self.keep_bytes = keep_bytes  # and the bytes they may take
+        self.problem: str | None = None  # why the current game is not journaled (a failed write); None: it is
+        self._failed = False  # a write of the current game failed: nothing more is written until the next
         self.entries: list[JournalEntry] = []
         self.open = False  # a game is being journaled
         self.resume_key: str | None = None  # what the host wants back to resume the game (its first line)
@@ -118,7 +130,7 @@ class GameJournal:
 
     def lock(self) -> bool:
         """Take the bot id's lock; False if another live process holds it (the kernel frees the lock of a
-        killed one)."""
+        killed one). Raises OSError when the folder cannot be made or written (no journal at all, then)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         handle = open(self.directory / f"{self.bot_id}.lock", "a+")  # held for the process's life
         try:
@@ -130,9 +142,7 @@ class GameJournal:
         return True
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self._close_file()
         if self._lock is not None:
             with contextlib.suppress(OSError):
                 fcntl.flock(self._lock, fcntl.LOCK_UN)
@@ -182,10 +192,13 @@ class GameJournal:
         if self.open or self.path.exists():
             self.finish("abandoned")
         self.entries, self.open, self.resume_key = [], True, resume_key
+        self._failed = False  # a new game: try the disk again
         header: dict[str, Any] = {"journal": JOURNAL_FORMAT, "bot": self.bot_id, "pid": os.getpid(), "started": _now()}
         if resume_key is not None:
             header["resumeKey"] = resume_key
         self._append(header)
+        if not self._failed:
+            self.problem = None
 
     def reopen(self) -> None:
         """Go on writing a loaded game (after a restart), marking where the new process took over."""
@@ -204,41 +217,76 @@ class GameJournal:
         return entry
 
     def finish(self, outcome: str, game_over: GameOverParams | None = None) -> Path | None:
-        """Close the game: the file moves to done/ (the bot's record of it); None if nothing was there."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        """Close the game: the file moves to done/ (the bot's record of it); None if nothing was there, or it
+        could not be kept (a failed write: logged, and ``problem`` says why)."""
+        self._close_file()
         self.open = False
-        if not self.path.exists():
-            return None
-        with open(self.path, "a", encoding="utf-8") as out:
-            end: dict[str, Any] = {"end": outcome, "time": _now()}
-            if game_over is not None:
-                end["gameOver"] = _wire(game_over)
-            out.write(json.dumps(end, separators=(",", ":")) + "\n")
-        self.done_dir.mkdir(parents=True, exist_ok=True)
+        failed, self._failed = self._failed, False
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.game_id or "game")[:100]
-        target = self.done_dir / f"{name}-{self.bot_id}-{int(time.time() * 1000)}.jsonl"
-        os.replace(self.path, target)
         self.entries = []
+        if failed or not self.path.exists():
+            return None
+        target = self.done_dir / f"{name}-{self.bot_id}-{int(time.time() * 1000)}.jsonl"
+        try:
+            with open(self.path, "a", encoding="utf-8") as out:
+                end: dict[str, Any] = {"end": outcome, "time": _now()}
+                if game_over is not None:
+                    end["gameOver"] = _wire(game_over)
+                out.write(json.dumps(end, separators=(",", ":")) + "\n")
+            self.done_dir.mkdir(parents=True, exist_ok=True)
+            os.replace(self.path, target)
+        except OSError as exc:
+            self._write_failed(exc)
+            self._failed = False
+            return None
         self._prune()
         return target
 
     def _append(self, line: dict[str, Any]) -> None:
-        if self._file is None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            # Kept open for the game; owner-only, since the first line holds the resume key.
-            self._file = open(self.path, "a", encoding="utf-8", opener=_owner_only)
-        self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
-        self._file.flush()
-        if self.fsync:
-            os.fdatasync(self._file.fileno())
+        if self._failed:
+            return  # this game's journal is gone: the game goes on from memory
+        try:
+            if self._file is None:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                # Kept open for the game; owner-only, since the first line holds the resume key.
+                self._file = open(self.path, "a", encoding="utf-8", opener=_owner_only)
+            self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
+            self._file.flush()
+            if self.fsync:
+                os.fdatasync(self._file.fileno())
+        except OSError as exc:
+            self._write_failed(exc)
+
+    def _write_failed(self, exc: OSError) -> None:
+        """A write failed: the game's journal is dropped (a journal with calls missing, or a line torn in
+        half, would resume the game wrongly), and nothing more of this game is written."""
+        self._failed = True
+        self.problem = f"{self.path}: {exc.strerror or exc}"
+        self._close_file()
+        with contextlib.suppress(OSError):  # deleting needs no free space; a read-only folder keeps it
+            self.path.unlink()
+        log.error("bot.journal_write_failed", path=str(self.path), error=str(exc),
+                  detail="the game goes on unjournaled: a restart cannot resume it")
+
+    def _close_file(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):  # a full disk fails the flush of what is buffered
+                self._file.close()
+            self._file = None
 
     def _prune(self) -> None:
-        done = sorted(self.done_dir.glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
-        for path in done[: max(0, len(done) - self.keep)]:
-            with contextlib.suppress(OSError):
-                path.unlink()
+        """Keep the newest ``keep`` finished games, and of those only as many as fit in ``keep_bytes``."""
+        try:
+            done = [(path, path.stat()) for path in self.done_dir.glob("*.jsonl")]
+        except OSError:
+            return
+        done.sort(key=lambda item: item[1].st_mtime, reverse=True)
+        kept_bytes = 0
+        for number, (path, stat) in enumerate(done):
+            kept_bytes += stat.st_size
+            if number >= self.keep or (number > 0 and kept_bytes > self.keep_bytes):
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
 
 def _owner_only(path: str, flags: int) -> int:
@@ -359,10 +407,11 @@ class ResumableHandler:
 
     async def handle_notification(self, method: str, params: BaseModel) -> None:
         await self.gate.wait()
-        # A repeated gameOver must not close the journal, or reset the count, of the game after it.
-        repeated = isinstance(params, GameOverParams) and self.client.game_finished(params.game_id)
+        # A repeated gameOver, or one for a game this bot is not playing, must not close the journal, or
+        # reset the count, of the game it is playing (the client ignores it and logs it).
+        ends_game = isinstance(params, GameOverParams) and self.client.game_over_applies(params.game_id)
         await self.client.handle_notification(method, params)
-        if isinstance(params, GameOverParams) and not repeated:
+        if isinstance(params, GameOverParams) and ends_game:
             self.calls, self.last, self._resend = 0, None, None
             if self.journal is not None and self.journal.open:
                 self.journal.finish("over", params)

@@ -5,11 +5,16 @@ profile's ``SetupChooser`` (never the last setup played against that opponent un
 allows it), starts the engine from the estOppFear learnt in earlier games (thesis 10.3.3), and writes
 each finished game back. With no store (``state.learn = false``) it still chooses setups by the
 profile, only without history across processes.
+
+The store never costs a game: a read that fails (a store damaged while the bot runs) plays the game without
+what was learnt, a write that fails (a full disk) keeps the game in the client's results only, and both are
+logged and shown in the heartbeat (``problem``, ``unsaved_games``: bot/daemon/service.py).
 """
 
 from __future__ import annotations
 
 import random
+import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +40,9 @@ class ChosenSetup:
 @dataclass
 class OpponentMemory:
     store: OpponentStore | None = None
+    # Why what is learnt is not kept now: no store could be opened, or its last write failed (None: all is well).
+    problem: str | None = None
+    unsaved_games: int = 0  # finished games the store should have taken and did not
     # Without a store, the last setup per opponent is still remembered for this process's life.
     _last_setup: dict[str, str] = field(default_factory=dict)
     # The setup library is read from disk once, not at every game's setup on the event loop.
@@ -61,7 +69,10 @@ class OpponentMemory:
         key = opponent or ""
         previous = self._last_setup.get(key)
         if previous is None and self.store is not None:
-            previous = self.store.history(key).last_setup
+            try:
+                previous = self.store.history(key).last_setup
+            except sqlite3.Error as exc:
+                self._read_failed(key, exc)
         named = chooser.choose(previous)
         self._last_setup[key] = named.name
         return ChosenSetup(named.name, named.setup.placement(side))
@@ -71,11 +82,15 @@ class OpponentMemory:
         game's ruleset, from the opponent's setups in those games (the belief model's prior)."""
         if self.store is None or not opponent:
             return
-        if ruleset is not None and isinstance(engine, SetupLearner):
-            engine.opponent_setups = self._opponent_setups(opponent, ruleset)
-        if not isinstance(engine, FearLearner):
-            return  # an engine with no psychological model (the random mover, a UCC program)
-        hist = self.store.history(opponent)
+        try:
+            if ruleset is not None and isinstance(engine, SetupLearner):
+                engine.opponent_setups = self._opponent_setups(opponent, ruleset)
+            if not isinstance(engine, FearLearner):
+                return  # an engine with no psychological model (the random mover, a UCC program)
+            hist = self.store.history(opponent)
+        except sqlite3.Error as exc:  # the game is played without what was learnt, never forfeited
+            self._read_failed(opponent, exc)
+            return
         if hist.est_opp_fear is not None:
             engine.est_opp_fear = hist.est_opp_fear
             log.info("bot.learnt_fear_used", opponent=opponent, est_opp_fear=round(hist.est_opp_fear, 3))
@@ -100,8 +115,14 @@ class OpponentMemory:
         engine: Any, game_id: str, score: int | None = None, opponent_setup: Setup | None = None,
     ) -> None:
         """Store a finished game: ``won`` None for no winner, ``score`` the points the host's gameOver gave us."""
-        if self.store is None or not opponent or reason == "void":
+        if not opponent or reason == "void":
             return  # a void game never started (the host's gameOver says so): nothing to learn, no result
+        if self.store is None:
+            if self.problem is not None:  # learning is on, but no store could be opened
+                self.unsaved_games += 1
+                log.error("bot.game_not_stored", opponent=opponent, game=game_id, why=self.problem,
+                          unsaved_games=self.unsaved_games)
+            return
         forfeit = reason.startswith("forfeit")
         if reason == "adjourned":
             result = "adjourned"  # stopped unfinished by the host: no result, but what was learnt in it counts
@@ -120,4 +141,15 @@ class OpponentMemory:
                                    ruleset="" if opponent_setup is None else opponent_setup.ruleset.name,
                                    opponent_setup=None if opponent_setup is None else opponent_setup.key)
         except Exception as exc:  # a full disk must not cost the next game
-            log.warning("bot.store_write_failed", opponent=opponent, error=repr(exc))
+            self.unsaved_games += 1
+            self.problem = f"{self.store.path}: {exc}"
+            log.error("bot.store_write_failed", opponent=opponent, game=game_id, error=repr(exc),
+                      unsaved_games=self.unsaved_games)
+        else:
+            self.problem = None
+
+    def _read_failed(self, opponent: str, exc: sqlite3.Error) -> None:
+        assert self.store is not None
+        self.problem = f"{self.store.path}: {exc}"
+        log.error("bot.store_read_failed", opponent=opponent, error=str(exc),
+                  detail="this game is played without what was learnt about the opponent")

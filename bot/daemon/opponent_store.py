@@ -7,18 +7,30 @@ games), the results with the points the host gave, which setups we played and ho
 (``perspecto results`` shows it all, bot/commands/results.py), and the opponent's own setups as the host
 revealed them at each game's end (the belief model's prior against it, engine_ext/beliefs/prior.py).
 
+A store the bot cannot read (``open_store``: not a database, or damaged) is moved aside, renamed
+``opponents.sqlite.corrupt-<UTC time>``, and a fresh one started: what was learnt is lost, the games are
+not. A store that cannot be opened for writing (a full or read-only state folder) leaves the bot without
+one for the process: it plays on, learning nothing across games, and says so (``OpponentMemory.problem``).
+
 The schema only grows: a column added later is added to an older store when it is opened (``_COLUMNS_ADDED``),
 empty in the rows written before it, and every reader copes with the empty value.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+
+import structlog
+
+log = structlog.get_logger()
 
 # The store's file in the bot's state directory.
 STORE_FILE = "opponents.sqlite"
@@ -128,11 +140,15 @@ class OpponentStore:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
-        # WAL keeps readers going while a game is written; FULL sync makes a commit survive power loss.
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
-        self._add_missing_columns()
+        try:
+            # WAL keeps readers going while a game is written; FULL sync makes a commit survive power loss.
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+            self._add_missing_columns()
+        except BaseException:  # a damaged file or a full disk: the caller decides, no connection is left open
+            self._db.close()
+            raise
 
     def _add_missing_columns(self) -> None:
         for table, column, kind in _COLUMNS_ADDED:
@@ -272,3 +288,74 @@ class OpponentStore:
 
     def integrity_ok(self) -> bool:
         return self._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    def quick_check_ok(self) -> bool:
+        """SQLite's quick check (no index cross-checks): enough to find a damaged file when it is opened."""
+        return self._db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+
+
+# SQLite's own word for a file that is not a database or is damaged (the rest are the disk's or the folder's).
+_DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
+def is_damaged(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says the file itself is bad (so moving it aside helps), not that it cannot be written."""
+    name = getattr(exc, "sqlite_errorname", "")
+    if name:
+        return any(name.startswith(damaged) for damaged in _DAMAGED)
+    return isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)
+
+
+def move_aside(path: Path, now: float | None = None) -> Path:
+    """Rename a damaged store (and its WAL files) out of the way: ``<name>.corrupt-<UTC time>``."""
+    stamp = datetime.fromtimestamp(time.time() if now is None else now, UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    os.replace(path, target)
+    for suffix in ("-wal", "-shm"):
+        companion = path.with_name(path.name + suffix)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(companion, target.with_name(target.name + suffix))
+    return target
+
+
+def _open_checked(path: Path) -> OpponentStore:
+    store = OpponentStore(path)
+    try:
+        if not store.quick_check_ok():
+            raise sqlite3.DatabaseError("the store failed SQLite's quick check")
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def open_store(path: Path) -> tuple[OpponentStore | None, str | None]:
+    """The bot's store at ``path`` and None, or None and why there is none. A damaged store is moved aside
+    and a fresh one started; a store that cannot be opened (a full or read-only state folder) is no store
+    for this process: the bot plays on without what it learnt, and says so. Never raises."""
+    try:
+        return _open_checked(path), None
+    except sqlite3.Error as exc:
+        if not is_damaged(exc):
+            return _no_store(path, exc)
+        damaged = exc
+    except OSError as exc:  # the state folder cannot be made
+        return _no_store(path, exc)
+    try:
+        aside = move_aside(path)
+    except OSError as exc:
+        return _no_store(path, exc, damaged=damaged)
+    log.error("bot.store_moved_aside", path=str(path), moved_to=str(aside), error=str(damaged),
+              detail="the store was damaged: a fresh one is started; what was learnt is in the file moved aside")
+    try:
+        return _open_checked(path), None
+    except (sqlite3.Error, OSError) as exc:
+        return _no_store(path, exc)
+
+
+def _no_store(path: Path, exc: BaseException, *, damaged: BaseException | None = None) -> tuple[None, str]:
+    why = f"{path}: {exc}" + (f" (and it is damaged: {damaged})" if damaged is not None else "")
+    log.error("bot.store_unavailable", path=str(path), error=str(exc),
+              damaged=None if damaged is None else str(damaged),
+              detail="no opponent store for this process: nothing learnt is used or kept")
+    return None, why

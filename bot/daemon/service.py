@@ -14,7 +14,9 @@ game after a lost connection or a restart, clean shutdown on signals, and a hear
   at the end of the grace hands the game back with a goodbye (the host scores the forfeit, as the protocol
   says for a bot that leaves) and exits 0. A second signal quits at once: exit 128 + the signal (130 for
   SIGINT, 143 for SIGTERM), the journal left for a restart to resume.
-- **Health.** bot/daemon/health.py's heartbeat, from the session's state.
+- **Health.** bot/daemon/health.py's heartbeat, from the session's state, and ``not_saved``: what the bot
+  could not write (a full or read-only state folder: the journal, the opponent store). The bot plays on
+  without them; a state folder it cannot use at all is logged and shown, never a reason to stop.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class BotDaemon:
         self._endpoint: Endpoint | None = None
         self._channel: Channel | None = None
         self._session_open = False
+        self._journal_problem: str | None = None  # why there is no journal at all (set at start)
 
     # --- the process --------------------------------------------------------------------------------------
 
@@ -149,7 +152,15 @@ class BotDaemon:
         journal = self.journal
         if journal is None:
             return
-        if not journal.lock():
+        try:
+            locked = journal.lock()
+        except OSError as exc:  # a read-only or full state folder: the bot plays on, without resuming games
+            self._journal_problem = f"{journal.directory}: {exc.strerror or exc}"
+            log.error("bot.journal_unavailable", path=str(journal.directory), error=str(exc),
+                      detail="no journal for this process: a restart cannot resume a game")
+            self.journal = self.handler.journal = None
+            return
+        if not locked:
             log.warning("bot.journal_busy", path=str(journal.path),
                         detail="another process of this bot id holds it: this one cannot resume games")
             self.journal = self.handler.journal = None
@@ -356,7 +367,21 @@ class BotDaemon:
             "fallback_moves": self.client.fallback_moves_total,
             "resumes": self.resumes,
             "stopping": self._signal is not None,
+            "not_saved": self._not_saved(),
         }
+
+    def _not_saved(self) -> dict[str, Any]:
+        """What the bot cannot write now, and why (empty: everything is written)."""
+        problems: dict[str, Any] = {}
+        journal = self._journal_problem or (self.journal.problem if self.journal is not None else None)
+        if journal is not None:
+            problems["journal"] = journal
+        memory = self.client.memory
+        if memory.problem is not None:
+            problems["opponent_store"] = memory.problem
+        if memory.unsaved_games:
+            problems["games_not_stored"] = memory.unsaved_games
+        return problems
 
     def _changed(self) -> None:
         if self.health is not None:

@@ -13,6 +13,7 @@ from rich.console import Group
 from rich.panel import Panel
 from rich.text import Text
 
+from bot.safe_text import visible
 from engine_ext.rules.game import Game, MoveResult
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.rulesets import COLUMNS, Square
@@ -69,9 +70,9 @@ def board_panel(
     title: str | None = None,
 ) -> Panel:
     heading = Text.assemble(
-        (names.get(Side.RED, "red"), SIDE_STYLES[Side.RED]),
+        (visible(names.get(Side.RED, "red")), SIDE_STYLES[Side.RED]),  # a name is the bot's own choice
         " vs ",
-        (names.get(Side.BLUE, "blue"), SIDE_STYLES[Side.BLUE]),
+        (visible(names.get(Side.BLUE, "blue")), SIDE_STYLES[Side.BLUE]),
     )
     return Panel(
         Group(board_text(game, style=style, last=last), Text(), status_line(game, last)),

@@ -31,6 +31,7 @@ from bot.config import get_profile
 from bot.host.board_view import board_panel
 from bot.host.referee import BotSession, GameResult, Host, HostSettings, Tally
 from bot.profiles import ProfileSet
+from bot.safe_text import terminal_safe
 from engine_ext.rules.game import Game, MoveResult
 from engine_ext.rules.pieces import Side
 from protocol.mqtt import MqttSettings
@@ -117,8 +118,13 @@ class BotProcess:
             env["PERSPECTO_MQTT_PASSWORD"] = self.mqtt.password.get_secret_value()  # not on the command line
         # The child imports this source tree whether or not the package is installed.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as out:
+        with contextlib.ExitStack() as files:
+            out: Any = asyncio.subprocess.DEVNULL
+            try:
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                out = files.enter_context(open(self.log_path, "ab"))
+            except OSError as exc:  # a full or read-only records folder costs the bot's log, not the match
+                log.error("match.bot_log_not_saved", path=str(self.log_path), error=str(exc))
             self.process = await asyncio.create_subprocess_exec(
                 *self.command(), stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, env=env
             )
@@ -298,7 +304,7 @@ class MatchRunner:
                 score = f"{a.name} {self.result.tally(a).score} : {self.result.tally(b).score} {b.name}"
                 progress.update(task, advance=1, score=score)
                 if game.forfeits:
-                    progress.console.print(f"[yellow]{game.summary()}[/yellow]")
+                    progress.console.print(f"[yellow]{terminal_safe(game.summary())}[/yellow]")
 
 
 async def run_match(profile_a: str, profile_b: str, *, games: int, **options: Any) -> MatchResult:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bot import __version__
 from bot.game_options import GameOptions
@@ -38,8 +38,10 @@ from engine_ext.rules.rulesets import RULESETS, SetupError, Square
 from protocol import errors
 from protocol.codec import DEFAULT_MAX_LINE, host_codec
 from protocol.endpoint import Channel, Endpoint
+from protocol.limits import MIN_MAX_LINE, Allowance, Budget
 from protocol.link import call_pausing_outages, close_reason, current_outage, outage_seconds
 from protocol.messages import (
+    MOVE_TIME_OPTION_MAX,
     PROTOCOL_VERSION,
     RESUME_FEATURE,
     CreateAISetupParams,
@@ -84,11 +86,20 @@ class HostSettings(GameOptions):
     hello_timeout: float = Field(default=10.0, gt=0)
     tokens: frozenset[str] | None = None  # accepted hello tokens; None: any bot may play
     records_dir: Path | None = None
-    max_line: int = Field(default=DEFAULT_MAX_LINE, ge=1024)
+    max_line: int = Field(default=DEFAULT_MAX_LINE, ge=MIN_MAX_LINE)  # every message the host makes fits
     # Seconds in all, per bot and game, that a game waits for a bot whose connection failed to come back
     # with ``hello resumeGame`` (docs/mqtt.md); 0: no waiting, the bot forfeits at once.
     resume_grace: float = Field(default=0.0, ge=0)
     mqtt: MqttSettings | None = None  # also serve bots through this broker
+
+    @model_validator(mode="after")
+    def _times_fit(self) -> HostSettings:
+        # The bots are told these with setGameOption, whose values stop at an hour (protocol/messages.py): a
+        # longer one could not be sent, and every game would fail at its first call.
+        for name in ("move_time_max", "move_time_average"):
+            if getattr(self, name) > MOVE_TIME_OPTION_MAX:
+                raise ValueError(f"{name} must be at most {MOVE_TIME_OPTION_MAX:g} s, not {getattr(self, name):g}")
+        return self
 
 
 @dataclass(eq=False)
@@ -136,6 +147,7 @@ class GameResult:
     think_seconds: dict[Side, float] = field(default_factory=dict)  # total time each side took to move
     record: GameRecord | None = None
     record_path: Path | None = None
+    record_error: str | None = None  # why the record could not be saved (a full disk): the result stands
 
     @property
     def adjourned(self) -> bool:
@@ -336,6 +348,7 @@ class _Greeter:
                 raise
             if resumed is not None:
                 self.session, calls = resumed
+                self._trust()
                 log.info("host.resumed", peer=self.peer, bot=params.name, game=params.resume_game,
                          session=self.session.id, calls=calls)
                 self.answered.set()
@@ -349,12 +362,18 @@ class _Greeter:
             resume_key=secrets.token_urlsafe(32) if RESUME_FEATURE in features else None,
         )
         self.host._register(self.session)
+        self._trust()
         log.info("host.hello", peer=self.peer, bot=params.name, version=params.version,
                  session=self.session.id)
         self.answered.set()
         return HelloResult(host="perspecto-host", version=__version__, protocol=PROTOCOL_VERSION,
                            session=self.session.id, resumed=False if params.resume_game is not None else None,
                            resume_key=self.session.resume_key)
+
+    def _trust(self) -> None:
+        """The hello was welcomed: the connection is a bot's now, no longer held to a stranger's budget."""
+        if self.endpoint is not None and self.endpoint.budget is not None:
+            self.endpoint.budget.lift()
 
     async def handle_notification(self, method: str, params: BaseModel) -> None:
         if isinstance(params, GoodbyeParams) and self.endpoint is not None:
@@ -440,7 +459,9 @@ class Host:
 
     async def _serve_connection(self, channel: Channel) -> None:
         greeter = _Greeter(self, channel.peer)
-        endpoint = Endpoint(channel, host_codec(max_line=self.settings.max_line), greeter)
+        # A stranger until its hello is welcomed: bounded in what it may send and make us log.
+        budget = Budget(Allowance(bytes=2 * self.settings.max_line))  # room for a mistake and its hello
+        endpoint = Endpoint(channel, host_codec(max_line=self.settings.max_line), greeter, budget=budget)
         greeter.endpoint = endpoint
         serving = asyncio.create_task(endpoint.run())
         try:
@@ -582,7 +603,10 @@ class Host:
                     red, blue = (a, b) if i % 2 == 0 else (b, a)
                     result = await self.play_game(red, blue)
                     if on_result is not None and not result.void:
-                        on_result(result)
+                        try:
+                            on_result(result)
+                        except Exception:  # the caller's bug (printing, saving) must not stop the lobby
+                            log.exception("host.on_result_failed", game=result.game_id)
             finally:
                 self.release(a)
                 self.release(b)
@@ -732,6 +756,7 @@ class _Referee:
     async def _run(self) -> GameResult:
         started = time.monotonic()
         forfeits: dict[Side, tuple[str, str]] = {}
+        failure: str | None = None  # the host's own bug in this game, if one stopped it
         self._playing = asyncio.ensure_future(self._play())
         if self._adjourned is not None:  # adjourned before it began
             self._playing.cancel()
@@ -743,10 +768,19 @@ class _Referee:
             current = asyncio.current_task()
             if self._adjourned is None or (current is not None and current.cancelling()):
                 raise  # not adjourn(): this task itself is being cancelled
+        except Exception as exc:
+            # Nothing a bot does gets here (it ends in a forfeit); a bug of the host's does, and it must not
+            # take the game's result with it: the game ends adjourned (nobody's fault, no points), recorded,
+            # told to both bots and to the standings, and the host goes on.
+            log.exception("host.game_failed", game=self.game_id)
+            failure = f"the host failed: {exc!r}"
         self.decided = True
         plies = self.game.ply if self.game is not None else 0
         left = [side for side in forfeits if self.players[side].left]
-        if self._playing.cancelled():
+        detail: str | None
+        if failure is not None:
+            winner, reason, detail, forfeits = None, ADJOURNED, failure, {}
+        elif self._playing.cancelled():
             winner, reason, detail, forfeits = None, ADJOURNED, self._adjourned, {}
         elif forfeits and self.game is None and len(left) == len(forfeits):
             # Gone before the board was set up: that bot said goodbye to the host, not to this game.
@@ -765,9 +799,15 @@ class _Referee:
             reason=reason, plies=plies, forfeits=frozenset(forfeits), detail=detail,
             seconds=time.monotonic() - started, think_seconds=dict(self.think),
         )
-        await self._announce_end(result)  # the bot still here must hear of a void game too: it was set up
+        try:
+            await self._announce_end(result)  # the bot still here must hear of a void game too: it was set up
+        except Exception:
+            log.exception("host.game_over_not_sent", game=self.game_id)
         if not result.void:
-            self._finish_record(result)
+            try:
+                self._finish_record(result)
+            except Exception:  # the result stands without its record file
+                log.exception("host.record_failed", game=self.game_id)
         return result
 
     async def _both(self, step: Callable[[Side], Awaitable[None]]) -> None:
@@ -1000,8 +1040,12 @@ class _Referee:
             red_setup=self.setups[Side.RED], blue_setup=self.setups[Side.BLUE], detail=result.detail,
         )
         for session in self.players.values():
-            with contextlib.suppress(errors.ProtocolError):
+            try:
                 await session.endpoint.notify("gameOver", params)
+            except errors.ProtocolError:
+                pass  # a bot gone already: its result stands all the same
+            except Exception:  # a bug in telling it must not cost the result
+                log.exception("host.game_over_not_sent", game=self.game_id, bot=session.name)
 
     def _finish_record(self, result: GameResult) -> None:
         self.record.red.setup = _setup_labels(self.setups[Side.RED])
@@ -1016,7 +1060,12 @@ class _Referee:
         result.record = self.record
         records_dir = self.settings.records_dir
         if records_dir is not None:
-            records_dir.mkdir(parents=True, exist_ok=True)
             path = records_dir / f"{_safe_file_name(self.game_id)}.json"
-            self.record.save(path)
-            result.record_path = path
+            try:
+                records_dir.mkdir(parents=True, exist_ok=True)
+                self.record.save(path)
+            except OSError as exc:  # a full or read-only disk costs the file, never the game's result
+                result.record_error = f"{path}: {exc.strerror or exc}"
+                log.error("host.record_not_saved", game=self.game_id, path=str(path), error=str(exc))
+            else:
+                result.record_path = path

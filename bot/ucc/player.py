@@ -12,32 +12,38 @@ manager's deadlines for the referee's per-move limit (engine_ext/engine/timeman.
 programs right after ``QUIT``, so the player keeps a witness process (bot/ucc/witness.py) told of the
 game's state and of the ``QUIT`` line, which logs the end should the player be killed before it does. The
 engine may be chosen by the opponent's name on the colour line (``engine_for``), as ``perspecto bot``
-chooses its profile.
+chooses its profile; that choice runs on a thread of its own, so that ``perspecto ucc`` can answer the colour
+line with its setup first (bot/ucc/opening.py) and load the configuration and the engine afterwards. Until
+the engine is there the game goes on: should it still be loading when a move is due, the player waits for it
+until the soft deadline, then plays a random legal move. Each move's clock starts
+when the line that began our turn arrived (the reader thread stamps every line), not when the game loop got
+round to it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import os
 import random
+import select
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
-from typing import NamedTuple, NoReturn, TextIO
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, NamedTuple, NoReturn, TextIO
 
 import structlog
 
-from bot.config import BotProfile
 from bot.daemon.deadline import EngineWorker, answer_by_deadline
 from bot.daemon.engine_interface import MoveEngine, SearchBudget
-from bot.daemon.fallback_setup import fallback_setup
+from bot.ucc.opening import DEFAULT_MOVE_TIME, RULESET, Opening, SetupChooser, choose_setup
 from bot.ucc.witness import EndWitness
-from engine_ext.engine.timeman import TimeLimits, TimeManager
+from engine_ext.engine.timeman import MoveTimes, TimeLimits, TimeManager
 from engine_ext.rules.game import MAX_MOVE_LIMIT, Game, IllegalMove, Move, MoveResult, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
-from engine_ext.rules.rulesets import CLASSIC, Square
+from engine_ext.rules.rulesets import Square
 from protocol.ucc import (
     BoardRow,
     ColourLine,
@@ -58,8 +64,7 @@ from protocol.ucc import (
 
 log = structlog.get_logger()
 
-DEFAULT_MOVE_TIME = 2.0  # the referee's default -T
-RULESET = CLASSIC  # the referee plays the classic 10x10 game with 40 pieces a side
+__all__ = ["DEFAULT_MOVE_TIME", "ChosenEngine", "UccPlayer", "choose_setup", "run_ucc"]
 
 # The referee enforces no repetition rule, but our own moves obey them (the engine sees these options).
 # Its draw comes after 5000 turns, so keep our view's own move limit out of the way.
@@ -95,52 +100,54 @@ class _Phase(enum.Enum):
     OVER = "over"  # the game has ended; waiting for QUIT
 
 
-def choose_setup(side: Side, rng: random.Random) -> dict[Square, Rank]:
-    """A setup from the setup library's generator; the fallback setup if the library is missing or fails."""
-    try:
-        from setups.generator import generate_setup  # optional: the bot must set up without the library
+class _Line(NamedTuple):
+    """A line from the referee and when it arrived (on the player's clock)."""
 
-        placement = generate_setup(RULESET, rng).placement(side)
-        RULESET.validate_setup(side, placement)
-        return placement
-    except Exception as exc:  # any failure of the library must not cost the game
-        log.warning("ucc.setup_library_failed", error=repr(exc))
-        return fallback_setup(RULESET, side, rng)
+    text: str
+    arrived: float
 
 
 # What the reader thread hands the game loop: a line, or None at the end of input.
-_Lines = asyncio.Queue[str | None]
+_Lines = asyncio.Queue[_Line | None]
 
 
 def _read_lines(fd: int, loop: asyncio.AbstractEventLoop, sink: _Lines,
-                on_quit: Callable[[str], None] | None = None) -> None:
-    """Reader thread: raw reads on the descriptor (no buffered-file lock a daemon thread could hold at exit).
+                on_quit: Callable[[str], None] | None = None, *, pending: bytes = b"", since: float | None = None,
+                clock: Callable[[], float] = time.monotonic) -> None:
+    """Reader thread: raw reads on the descriptor (no buffered-file lock a daemon thread could hold at exit),
+    after the bytes already read (``pending``). Each line is stamped with ``clock`` when its bytes were read;
+    with ``since`` (the setup went out then, before this thread started), the bytes already waiting when it
+    starts are stamped ``since``: they may have come any time after it.
     ``on_quit`` hears a QUIT line at once, before the game loop does (the referee kills right after it)."""
 
-    def put(line: str | None) -> bool:
+    def put(line: _Line | None) -> bool:
         try:
             loop.call_soon_threadsafe(sink.put_nowait, line)
         except RuntimeError:  # the game loop has ended: nobody reads any more
             return False
         return True
 
-    pending = b""
+    arrived = clock() if since is None else since
+    if since is not None and not select.select([fd], [], [], 0)[0]:
+        since = None  # nothing waiting: what comes next is stamped when it is read
     while True:
+        while b"\n" in pending:
+            raw, pending = pending.split(b"\n", 1)
+            line = raw.decode("utf-8", "replace").rstrip("\r")
+            if on_quit is not None and line.lstrip().upper().startswith("QUIT"):
+                on_quit(line)
+            if not put(_Line(line, arrived)):
+                return
         try:
             chunk = os.read(fd, 65536)
         except OSError:
             chunk = b""
         if not chunk:
             break
+        arrived = clock() if since is None else since
+        since = None
         pending += chunk
-        while b"\n" in pending:
-            raw, pending = pending.split(b"\n", 1)
-            line = raw.decode("utf-8", "replace").rstrip("\r")
-            if on_quit is not None and line.lstrip().upper().startswith("QUIT"):
-                on_quit(line)
-            if not put(line):
-                return
-    if pending.strip() and not put(pending.decode("utf-8", "replace").rstrip("\r")):
+    if pending.strip() and not put(_Line(pending.decode("utf-8", "replace").rstrip("\r"), arrived)):
         return
     put(None)
 
@@ -150,17 +157,25 @@ class UccPlayer:
 
     def __init__(
         self,
-        engine: MoveEngine,
+        engine: MoveEngine | None,
         *,
         limits: TimeLimits | None = None,
         seed: int | None = None,
-        setup: Callable[[Side, random.Random], Mapping[Square, Rank]] = choose_setup,
+        rng: random.Random | None = None,
+        setup: SetupChooser = choose_setup,
         profile_name: str = "",
         witness: EndWitness | None = None,
         engine_for: Callable[[str], ChosenEngine | None] | None = None,
         renew: Callable[[], MoveEngine] | None = None,
+        opening: Opening | None = None,
+        pending: bytes = b"",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``engine`` None: ``engine_for`` gives it, loaded on a thread once the colour line names the
+        opponent (a failure then ends the game with exit 2). ``opening``: the colour line was answered with
+        this setup already (bot/ucc/opening.py), and ``pending`` is the input read after it."""
+        if engine is None and engine_for is None:
+            raise ValueError("a player needs an engine, or engine_for to choose one")
         self.engine = engine
         self.witness = witness  # logs the end of the game if the referee kills us before we do
         self._engine_for = engine_for  # another engine for the opponent the colour line names, or None
@@ -170,29 +185,38 @@ class UccPlayer:
         self._clock = clock
         self.timer = TimeManager(self.limits, clock=clock)
         self._worker = EngineWorker("ucc-engine")  # the name bot/commands/ucc.py looks for at exit
-        self._rng = random.Random(seed)
+        self._loader = EngineWorker("ucc-load")  # runs engine_for: configuration, profile, engine
+        self._loading: asyncio.Future[ChosenEngine | None] | None = None  # engine_for's answer, until taken
+        self._rng = rng if rng is not None else random.Random(seed)
         self._setup = setup
-        self.profile_name = profile_name or engine.name
+        self._opening = opening
+        self._input = pending
+        self.profile_name = profile_name or (engine.name if engine is not None else "")
         self.colour: Side | None = None
         self.opponent = ""
         self.game: Game | None = None
         self.phase = _Phase.COLOUR
         self._rows: list[str] = []
+        self._setup_lines: list[str] = []
         self._pending: Move | None = None
         self._lines: _Lines | None = None  # made on the game loop, in run
-        self._backlog: deque[str] = deque()  # lines that arrived while the engine was thinking
+        self._backlog: deque[_Line] = deque()  # lines that arrived while the engine was thinking
+        self._arrived = 0.0  # when the line being handled arrived
+        self._turn_started: float | None = None  # when the line that began our turn arrived
         self._out: TextIO | None = None
         self.stats = {"moves": 0, "fallback_moves": 0, "rebuilds": 0, "board_mismatches": 0}
 
     # --- I/O ----------------------------------------------------------------------------------------
 
     def run(self, in_fd: int, out: TextIO) -> int:
-        """Serve the referee until QUIT (0), end of input (0) or a fatal protocol error (1)."""
+        """Serve the referee until QUIT (0), end of input (0), a fatal protocol error (1) or an engine that
+        could not be loaded (2)."""
         self._out = out
         try:
             code = asyncio.run(self._serve(in_fd))  # an exception leaves the last word to the witness
         finally:
             self._worker.abandon()
+            self._loader.abandon()
         if self.witness is not None:
             self.witness.done()  # every way out of _serve has logged the end
         return code
@@ -200,21 +224,26 @@ class UccPlayer:
     async def _serve(self, in_fd: int) -> int:
         self._lines = asyncio.Queue()
         on_quit = self.witness.quit if self.witness is not None else None
+        since = self._opening.sent if self._opening is not None else None
         reader = threading.Thread(target=_read_lines, args=(in_fd, asyncio.get_running_loop(), self._lines, on_quit),
+                                  kwargs={"pending": self._input, "since": since, "clock": self._clock},
                                   name="ucc-stdin", daemon=True)
         reader.start()
         try:
+            if self._opening is not None:
+                self._begin(self._opening)
             while True:
-                line = await self._next_line()
-                if line is None:
+                item = await self._next_line()
+                if item is None:
                     log.info("ucc.eof", phase=self.phase.value, **self.stats)
                     return 0
+                line, self._arrived = item
                 if not line.strip():
                     continue
                 try:
                     event = parse_referee_line(line)
                 except UccProtocolError as exc:
-                    log.error("ucc.bad_line", line=line, error=str(exc), phase=self.phase.value)
+                    log.error("ucc.bad_line", line=clip(line), error=bad_line_error(exc, line), phase=self.phase.value)
                     return 1
                 answers = await self._handle(event)
                 self._tell_witness()  # before the answers: the referee may act on them and kill us at once
@@ -232,11 +261,21 @@ class UccPlayer:
             "ply": self.game.ply if self.game is not None else 0, **self.stats,
         })
 
-    async def _next_line(self) -> str | None:
+    async def _next_line(self) -> _Line | None:
+        """The next line (None: the end of input); meanwhile takes up the engine once it is loaded."""
         if self._backlog:
             return self._backlog.popleft()
         assert self._lines is not None
-        return await self._lines.get()
+        if self._loading is None:
+            return await self._lines.get()
+        reading = asyncio.ensure_future(self._lines.get())
+        either: set[asyncio.Future[Any]] = {reading, self._loading}
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        if not reading.done():
+            reading.cancel()  # a line not yet read stays in the queue
+        if self._loading.done():
+            self._take_engine()
+        return reading.result() if reading.done() and not reading.cancelled() else await self._next_line()
 
     def _send(self, line: str) -> None:
         assert self._out is not None
@@ -274,39 +313,62 @@ class UccPlayer:
             self._fatal("a second colour line", event)
         if (event.width, event.height) != (RULESET.width, RULESET.height):
             self._fatal(f"a {event.width}x{event.height} board; only {RULESET.width}x{RULESET.height} is supported")
-        self.colour, self.opponent = event.colour, event.opponent
-        self._choose_engine(event.opponent)
         placement = dict(self._setup(event.colour, self._rng))
         RULESET.validate_setup(event.colour, placement)
+        opening = Opening(event, placement, format_setup_lines(placement, event.colour))
+        self._begin(opening)
+        return opening.lines
+
+    def _begin(self, opening: Opening) -> None:
+        """The game from the colour line and our setup on: the view, and the engine for this opponent."""
+        event = opening.colour
+        self.colour, self.opponent = event.colour, event.opponent
         # Classic fills all 40 squares of a side's setup rows, so the opponent's pieces stand on exactly
         # those squares; the board rows check this before our first move.
         hidden = dict.fromkeys(RULESET.setup_squares(event.colour.other), Rank.UNKNOWN)
-        red, blue = (placement, hidden) if event.colour == Side.RED else (hidden, placement)
+        red, blue = (opening.placement, hidden) if event.colour == Side.RED else (hidden, opening.placement)
         self.game = Game(VIEW_OPTIONS, red, blue)
-        lines = format_setup_lines(placement, event.colour)
-        soft, hard = self.timer.spans(0)
-        log.info("ucc.game", colour=str(event.colour), opponent=event.opponent, profile=self.profile_name,
-                 engine=self.engine.name, setup=lines, soft=soft, hard=hard)
+        self._setup_lines = opening.lines
         self.phase = _Phase.TURN
-        return lines
-
-    def _choose_engine(self, opponent: str) -> None:
         if self._engine_for is None:
-            return
+            self._log_game()
+        else:  # on a thread: the configuration and the engine may take seconds to load on a busy machine
+            self._loading = self._loader.submit(self._engine_for, event.opponent)
+
+    def _take_engine(self) -> None:
+        """The engine for this opponent has loaded (or failed to): play with it from now on."""
+        loading, self._loading = self._loading, None
+        assert loading is not None and loading.done()
         try:
-            chosen = self._engine_for(opponent)
-        except Exception as exc:  # a profile that cannot start must not cost the game: keep the default
-            log.warning("ucc.profile_failed", opponent=opponent, error=repr(exc), kept=self.profile_name)
-            return
-        if chosen is not None:
-            self.engine, self.limits, self.profile_name, self._renew = chosen
-            self.timer = TimeManager(self.limits, clock=self._clock)
+            chosen = loading.result()
+        except Exception as exc:
+            why = str(exc) if isinstance(exc, ValueError) else repr(exc)
+            if self.engine is None:  # nothing to play with: a bad configuration or profile
+                log.error("ucc.bad_profile", opponent=self.opponent, error=why)
+                raise _Stop(2) from None
+            # A profile that cannot start must not cost the game: keep the default.
+            log.warning("ucc.profile_failed", opponent=self.opponent, error=why, kept=self.profile_name)
+        else:
+            if chosen is not None:
+                self.engine, self.limits, self.profile_name, self._renew = chosen
+                self.timer = TimeManager(self.limits, clock=self._clock)
+            elif self.engine is None:
+                log.error("ucc.bad_profile", opponent=self.opponent, error="no profile was chosen")
+                raise _Stop(2)
+        self._log_game()
+
+    def _log_game(self) -> None:
+        assert self.colour is not None and self.engine is not None
+        soft, hard = self.timer.spans(0)
+        log.info("ucc.game", colour=str(self.colour), opponent=self.opponent, profile=self.profile_name,
+                 engine=self.engine.name, setup=self._setup_lines, soft=soft, hard=hard)
 
     def _on_start(self, event: StartLine) -> list[str]:
         game = self._view()
         if self.phase is not _Phase.TURN or self.colour != Side.RED or game.ply != 0:
             self._fatal("START is only for RED's first move", event)
         self.phase = _Phase.ROWS
+        self._turn_started = self._arrived
         return []
 
     def _on_move(self, event: MoveLine) -> list[str]:
@@ -315,6 +377,7 @@ class UccPlayer:
             self._apply(event, self.colour.other)
             if self.phase is not _Phase.OVER:
                 self.phase = _Phase.ROWS
+                self._turn_started = self._arrived
         elif self.phase is _Phase.ECHO:
             assert self._pending is not None
             try:
@@ -465,23 +528,19 @@ class UccPlayer:
             move = self._rng.choice(loose)
             log.warning("ucc.no_rule_abiding_move", move=str(move), ply=game.ply, result=str(game.result))
             return move
-        times = self.timer.start_move(game.ply)
+        times = self._start_move(game.ply)
+        if self._loading is not None:  # still loading: wait for it until the soft deadline at most (a busy
+            # machine may keep this thread from the interpreter for a while: the margin up to the hard one)
+            await self._while_reading(self._loading, until=times.soft_deadline)
+            if self._loading.done():
+                self._take_engine()
+        if self.engine is None:
+            return self._loading_fallback(game, times)
         budget = SearchBudget.for_move(times, clock=self._clock)
         thinking = asyncio.ensure_future(answer_by_deadline(self._worker, self.engine, game, budget, self._rng,
                                                             renew=self._renew, events="ucc"))
-        assert self._lines is not None
         try:
-            while not thinking.done():
-                reading = asyncio.ensure_future(self._lines.get())
-                await asyncio.wait({thinking, reading}, return_when=asyncio.FIRST_COMPLETED)
-                if not reading.done():
-                    reading.cancel()  # a line not yet read stays in the queue
-                    continue
-                line = reading.result()
-                if line is None:
-                    log.info("ucc.eof", phase=self.phase.value, thinking=True, **self.stats)
-                    raise _Stop(0)
-                self._line_while_thinking(line)
+            await self._while_reading(thinking)
         finally:
             thinking.cancel()  # a no-op once it is done; else the helper lets the engine go
         answer = thinking.result()
@@ -491,10 +550,48 @@ class UccPlayer:
             self.stats["fallback_moves"] += 1
         return answer.move
 
-    def _line_while_thinking(self, line: str) -> None:
+    def _start_move(self, ply: int) -> MoveTimes:
+        """The time manager's budget for this move, counted from when the line that began our turn arrived:
+        the referee's clock started then, however long the game loop took to get here (a busy machine)."""
+        times = self.timer.start_move(ply)
+        started, self._turn_started = self._turn_started, None
+        if started is None or started >= times.started:
+            return times
+        log.debug("ucc.turn", ply=ply, lag=round(times.started - started, 3))
+        return dataclasses.replace(times, started=started)
+
+    def _loading_fallback(self, game: Game, times: MoveTimes) -> Move:
+        """The engine is still loading as the deadline nears: a random legal move."""
+        move = self._rng.choice(game.sendable_moves())
+        self.timer.finish_move(times)
+        self.stats["fallback_moves"] += 1
+        log.warning("ucc.fallback_move", reason="the engine is still loading", move=str(move), ply=game.ply,
+                    seconds=round(self._clock() - times.started, 3))
+        return move
+
+    async def _while_reading(self, task: Awaitable[Any], until: float | None = None) -> None:
+        """Wait until ``task`` is done (or the clock reads ``until``), reading the referee meanwhile."""
+        assert self._lines is not None
+        waiting = asyncio.ensure_future(task)
+        while not waiting.done():
+            timeout = None if until is None else until - self._clock()
+            if timeout is not None and timeout <= 0:
+                return
+            reading = asyncio.ensure_future(self._lines.get())
+            await asyncio.wait({waiting, reading}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if not reading.done():
+                reading.cancel()  # a line not yet read stays in the queue
+                continue
+            item = reading.result()
+            if item is None:
+                log.info("ucc.eof", phase=self.phase.value, thinking=True, **self.stats)
+                raise _Stop(0)
+            self._line_while_thinking(item)
+
+    def _line_while_thinking(self, item: _Line) -> None:
         """The referee speaks while we think: QUIT ends the game now, anything else waits its turn."""
         try:
-            event = parse_referee_line(line)
+            event = parse_referee_line(item.text)
         except UccProtocolError:
             event = None
         if isinstance(event, QuitLine):
@@ -502,35 +599,44 @@ class UccPlayer:
             if self.witness is not None:
                 self.witness.done()
             raise _Stop(0)
-        if line.strip():
-            log.warning("ucc.line_while_thinking", line=line)
-            self._backlog.append(line)
+        if item.text.strip():
+            log.warning("ucc.line_while_thinking", line=clip(item.text))
+            self._backlog.append(item)
+
+
+# A line is logged up to this many characters: the referee's lines are short, and a peer's junk must not
+# fill the log (issue 31).
+LOGGED_LINE = 200
+
+
+def clip(text: str, limit: int = LOGGED_LINE) -> str:
+    """``text`` for a log: at most ``limit`` characters, saying how long it was when cut."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def bad_line_error(error: UccProtocolError, line: str) -> str:
+    """The codec's reason for refusing ``line`` without the line it quotes (the log gives it once, clipped)."""
+    return clip(str(error).replace(repr(line.strip()), "the line"))
 
 
 def run_ucc(
-    profile: BotProfile,
+    load: Callable[[str], ChosenEngine],
     *,
     move_time: float = DEFAULT_MOVE_TIME,
-    seed: int | None = None,
+    rng: random.Random,
     in_fd: int = 0,
     out: TextIO,
     witness: EndWitness | None = None,
-    select_profile: Callable[[str], BotProfile] | None = None,
+    opening: Opening | None = None,
+    pending: bytes = b"",
+    profile_name: str = "",
 ) -> int:
-    """Play one UCC game with ``profile``'s engine, reading the referee from ``in_fd``; the exit code.
-    ``move_time`` is the referee's per-move limit (its ``-T``). ``select_profile`` chooses by the opponent's
-    name from the colour line, as ``perspecto bot`` does."""
-    engine = profile.create_engine(seed)
-
-    def engine_for(opponent: str) -> ChosenEngine | None:
-        assert select_profile is not None
-        chosen = select_profile(opponent)
-        if chosen.name == profile.name:
-            return None
-        return ChosenEngine(chosen.create_engine(seed), TimeLimits.for_ucc(chosen, move_time), chosen.name,
-                            renew=lambda: chosen.create_engine(seed))
-
-    player = UccPlayer(engine, limits=TimeLimits.for_ucc(profile, move_time), seed=seed, profile_name=profile.name,
-                       witness=witness, engine_for=engine_for if select_profile is not None else None,
-                       renew=lambda: profile.create_engine(seed))
+    """Play one UCC game, reading the referee from ``in_fd`` after ``pending``; the exit code. ``load`` gives
+    the engine for the opponent the colour line names (on a thread: the configuration, the profile and the
+    engine load while the game starts); ``opening``: the colour line was answered already. ``move_time`` is
+    the referee's per-move limit (its ``-T``), which bounds the moves made before the profile is loaded;
+    ``profile_name`` the profile's name where it is known before (``--profile``), for the witness."""
+    player = UccPlayer(None, limits=TimeLimits(move_time_max=move_time, move_time_average=None, move_limit=None),
+                       rng=rng, witness=witness, engine_for=load, opening=opening, pending=pending,
+                       profile_name=profile_name)
     return player.run(in_fd, out)

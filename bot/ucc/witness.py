@@ -18,11 +18,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+from collections.abc import Callable
 from typing import Any
-
-import structlog
-
-log = structlog.get_logger()
 
 
 class EndWitness:
@@ -33,8 +30,10 @@ class EndWitness:
         self.pid = pid
 
     @classmethod
-    def start(cls) -> EndWitness | None:
-        """Fork the witness (before any thread starts); None where there is no fork."""
+    def start(cls, configure_logging: Callable[[], None] | None = None) -> EndWitness | None:
+        """Fork the witness (before any thread starts); None where there is no fork. ``configure_logging``
+        sets structlog up in the witness before it logs: ``perspecto ucc`` forks it before its setup is
+        out, when structlog is not even imported yet (bot/ucc/opening.py)."""
         if not hasattr(os, "fork"):
             return None
         read_end, write_end = os.pipe()
@@ -42,7 +41,7 @@ class EndWitness:
         if pid == 0:  # the witness
             try:
                 os.close(write_end)
-                _watch(read_end)
+                _watch(read_end, configure_logging)
             finally:
                 os._exit(0)
         os.close(read_end)
@@ -69,7 +68,7 @@ class EndWitness:
         self._tell({"done": True})
 
 
-def _watch(fd: int) -> None:
+def _watch(fd: int, configure_logging: Callable[[], None] | None = None) -> None:
     """The witness: read the player's messages until the pipe closes, then log the end if it is unlogged."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C for the player must not silence its witness
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -92,6 +91,10 @@ def _watch(fd: int) -> None:
             quit_line = message.get("quit", quit_line)
             done = done or bool(message.get("done"))
     if not done:
+        import structlog  # here: the player may fork the witness before it has imported structlog
+
+        if configure_logging is not None:
+            configure_logging()
         why = ("killed right after QUIT, as the referee kills its programs" if quit_line is not None else
                "ended (killed, stopped and killed, or crashed) before any QUIT reached it")
-        log.warning("ucc.killed", why=why, quit=quit_line, **state)
+        structlog.get_logger().warning("ucc.killed", why=why, quit=quit_line, **state)

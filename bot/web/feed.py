@@ -6,6 +6,10 @@ the command line, or a folder watched by ``RecordsFolder``: the lab's games as t
 tournament's folder written by a host in another process). Every change goes to the listeners (the page's
 WebSockets) as a small JSON message; a listener that cannot keep up is dropped, and its page reconnects and
 fetches the game again.
+
+What goes to a page names games by id and records by file name, never by where they are on the server: a
+record's id is its file's name made safe (``safe_id``), and an error that would quote a path says the file's
+name instead.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -35,6 +40,37 @@ LIVE, FINISHED = "live", "finished"
 KEPT_TIMELINES = 16
 # Messages a page may fall behind by before it is dropped (it reconnects and catches up).
 LISTENER_BACKLOG = 2000
+
+
+# A game id a page may ask for: no separators, no leading dot, no "..", nothing a path needs.
+_UNSAFE = re.compile(r"[^A-Za-z0-9._~+-]")
+ID_MAX = 128
+
+
+def is_game_id(text: str) -> bool:
+    """Whether ``text`` can be a game's id: ids are plain names, so anything path-like (a slash, a
+    backslash, a leading dot, "..", a drive's colon, a control character) is not one."""
+    return (0 < len(text) <= ID_MAX and not _UNSAFE.search(text) and not text.startswith(".")
+            and ".." not in text)
+
+
+def safe_id(name: str) -> str:
+    """A file's stem made into a game id: each unsafe character becomes "_", leading dots go, runs of dots
+    shrink to one."""
+    text = re.sub(r"\.{2,}", ".", _UNSAFE.sub("_", name)).lstrip(".")[:ID_MAX]
+    return text or "record"
+
+
+def _without_paths(text: str, path: Path | None) -> str:
+    """``text`` with ``path`` written as the file's name alone, and its folder left out."""
+    if path is None:
+        return text
+    for full in sorted({str(path), str(path.resolve())}, key=len, reverse=True):
+        text = text.replace(full, path.name)
+    for folder in sorted({str(path.parent), str(path.resolve().parent)}, key=len, reverse=True):
+        if folder not in ("", ".", "/"):
+            text = text.replace(folder + os.sep, "").replace(folder, "the records' folder")
+    return text
 
 
 def _result_of(result: GameResult) -> dict[str, Any]:
@@ -74,7 +110,7 @@ class WatchedGame:
     def summary(self) -> dict[str, Any]:
         return {"id": self.id, "red": self.red, "blue": self.blue, "source": self.source, "status": self.status,
                 "started": self.started, "plies": self.plies, "result": self.result,
-                "record": None if self.path is None else str(self.path), "clock": self.clock()}
+                "record": None if self.path is None else self.path.name, "clock": self.clock()}
 
 
 def _boards_of(record: GameRecord | None, path: Path | None) -> Timeline | None:
@@ -159,8 +195,11 @@ class GameFeed:
         elif timeline is None:
             try:
                 timeline = await asyncio.to_thread(_boards_of, game.record, game.path)
-            except (ReplayError, OSError, ValueError, KeyError, TypeError) as exc:
-                doc["error"] = f"cannot show this game: {exc}"
+            except OSError as exc:  # its text names the file's full path: say the name and why alone
+                doc["error"] = f"cannot show this game: cannot read {doc['record']}: {exc.strerror or 'unreadable'}"
+                return doc
+            except (ReplayError, ValueError, KeyError, TypeError) as exc:
+                doc["error"] = f"cannot show this game: {_without_paths(str(exc), game.path)}"
                 return doc
             if self.games.get(game_id) is game:  # not replaced meanwhile (a record file that changed)
                 self._keep(game_id, timeline)
@@ -245,7 +284,7 @@ class GameFeed:
         for game_id, game in self.games.items():
             if game.source == "record" and game.path is not None and str(game.path.resolve()) == key:
                 return game_id
-        base, n = path.stem, 1
+        base, n = safe_id(path.stem), 1
         game_id = base
         while game_id in self.games:
             n += 1

@@ -1,11 +1,12 @@
 """The web server of the page (aiohttp, on the event loop of whatever serves the games).
 
-Read-only by construction: the routes are GETs (aiohttp answers any other method with 405), and the
+Read-only by construction: the routes are GETs (any other method gets 405, on any path), and the
 WebSocket only sends; what a page writes to it is ignored. Routes:
 
 - ``/``: the page (bot/web/static/, plain HTML/CSS/JS shipped in the package, no CDN, no build step);
 - ``/api/games``: the games (in progress and finished) and the standings (a host's; null otherwise);
-- ``/api/games/{id}``: one game with its boards move by move (bot/web/timeline.py);
+- ``/api/games/{id}``: one game with its boards move by move (bot/web/timeline.py); an id that is not a
+  plain name (a path: a slash, "..", a leading dot, ...) is refused with 400 before anything is looked up;
 - ``/api/live``: a WebSocket of changes: ``{"type": "game"|"move"|"standings"|"removed", ...}``.
 """
 
@@ -17,8 +18,9 @@ from pathlib import Path
 
 import structlog
 from aiohttp import WSCloseCode, web
+from aiohttp.typedefs import Handler
 
-from bot.web.feed import GameFeed
+from bot.web.feed import GameFeed, is_game_id
 from bot.web.options import DEFAULT_WEB_ADDRESS, parse_web_address
 
 log = structlog.get_logger()
@@ -39,9 +41,11 @@ async def _games(request: web.Request) -> web.Response:
 
 async def _game(request: web.Request) -> web.Response:
     feed, game_id = request.app[_FEED], request.match_info["game_id"]
+    if not is_game_id(game_id):
+        raise web.HTTPBadRequest(text="a game id is a plain name, not a path")
     doc = await feed.document(game_id)
     if doc is None:
-        raise web.HTTPNotFound(text=f"no game {game_id!r}")
+        raise web.HTTPNotFound(text=f"no game {game_id}")
     return web.json_response(doc)
 
 
@@ -87,8 +91,20 @@ async def _close_sockets(app: web.Application) -> None:
         await ws.close(code=WSCloseCode.GOING_AWAY, message=b"the server is stopping")
 
 
+_READ_METHODS = ("GET", "HEAD")
+
+
+@web.middleware
+async def _read_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """405 for every method but GET and HEAD, whatever the path: aiohttp's router answers a method it has no
+    route for with 405 only where a path matches, and a CONNECT's target (``host:port``) matches none (404)."""
+    if request.method not in _READ_METHODS:
+        raise web.HTTPMethodNotAllowed(request.method, _READ_METHODS)
+    return await handler(request)
+
+
 def web_app(feed: GameFeed) -> web.Application:
-    app = web.Application()
+    app = web.Application(middlewares=[_read_only])
     app[_FEED] = feed
     app[_SOCKETS] = set()
     app.router.add_get("/", _index)

@@ -1,6 +1,7 @@
 """A game as the web page shows it: three boards (the referee's, and what each side knows) at the start, and
-for every move the squares it changed on each board, the pieces it captured, the thesis notation and the
-engine's ``info`` when the record has it.
+for every move the squares it changed on each board, the pieces it captured, the thesis notation, the
+engine's ``info`` when the record has it, each side's thinking time so far and red's winning chances
+(bot/web/outlook.py: the graph's value, the same scale for every engine).
 
 The boards come from the rules engine, never from the page: the referee's is a ``Game`` with both setups;
 a side's own view is a ``Game`` with the opponent's pieces hidden, played with ``play_observed`` and the
@@ -19,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bot.web.outlook import red_chance
 from engine_ext.rules.game import Game, IllegalMove, Move, MoveResult, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord, RecordedMove
@@ -77,6 +79,12 @@ def move_info(recorded: RecordedMove) -> dict[str, Any] | None:
         return {"unreadable": validation_text(exc)}
 
 
+def _info_time(info: dict[str, Any] | None) -> float | None:
+    """The seconds a bot said it took (its ``info.time``), when its info is readable and has them."""
+    value = None if info is None else info.get("time")
+    return float(value) if isinstance(value, int | float) else None
+
+
 class Timeline:
     """One game's boards, built move by move (live from the host) or all at once (from a record)."""
 
@@ -89,7 +97,9 @@ class Timeline:
             str(Side.BLUE): Game(options, dict.fromkeys(red, Rank.UNKNOWN), blue),
         }
         self.start: dict[str, Cells] = {view: cells(game) for view, game in self.games.items()}
+        self.start_outlook = red_chance(self.referee)
         self.moves: list[dict[str, Any]] = []
+        self.used: dict[str, float] = {str(Side.RED): 0.0, str(Side.BLUE): 0.0}  # thinking time so far
 
     @property
     def referee(self) -> Game:
@@ -97,7 +107,8 @@ class Timeline:
 
     def add(self, move: Move, recorded: RecordedMove | None = None, *, seconds: float | None = None) -> dict[str, Any]:
         """Play ``move`` on the three boards; the entry the page gets for it. ``recorded``: the record's
-        move (its outcome is checked, its info shown)."""
+        move (its outcome is checked, its info shown). ``seconds``: the mover's thinking time as the host
+        measured it (a live game); without it, the time the bot gave in its ``info`` (a record) counts."""
         ply = self.referee.ply + 1
         played = self.referee.play(move)
         if recorded is not None and recorded.outcome != played.outcome:
@@ -109,13 +120,18 @@ class Timeline:
         changes: dict[str, dict[str, str | None]] = {
             view: {str(sq): cell(game, sq) for sq in (move.frm, move.to)} for view, game in self.games.items()
         }
+        info = move_info(recorded) if recorded is not None else None
+        took = seconds if seconds is not None else _info_time(info)
+        if took is not None:
+            self.used[str(played.side)] += took
         entry: dict[str, Any] = {
             "ply": ply, "side": str(played.side), "move": str(move), "notation": played.notation(),
             "outcome": played.outcome,
             "attacker": played.attacker.name.lower() if played.attacker is not None else None,
             "defender": played.defender.name.lower() if played.defender is not None else None,
-            "captured": _captured(played), "changes": changes,
-            "info": move_info(recorded) if recorded is not None else None, "seconds": seconds,
+            "captured": _captured(played), "changes": changes, "info": info, "seconds": seconds,
+            "took": took, "used": {side: round(total, 3) for side, total in self.used.items()},
+            "outlook": red_chance(self.referee),
         }
         self.moves.append(entry)
         return entry
@@ -131,6 +147,7 @@ class Timeline:
                 "symbols": {rank.name.lower(): rank.symbol("american") for rank in Rank},
             },
             "start": self.start,
+            "start_outlook": self.start_outlook,
             "moves": self.moves,
         }
 

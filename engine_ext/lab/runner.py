@@ -44,7 +44,7 @@ from engine_ext.engine.facade import Engine, EngineMove
 from engine_ext.engine.interface import MoveEngine, ProgramEngine, SearchBudget
 from engine_ext.engine.settings import deep_merge
 from engine_ext.engine.timeman import ProfileTimes, TimeLimits, TimeManager
-from engine_ext.lab.sprt import SprtSpec, llr_pentanomial, sprt_verdict
+from engine_ext.lab.sprt import EMPTY_CLASS_WEIGHT, SprtSpec, llr_pentanomial, sprt_verdict
 from engine_ext.lab.stats import EloEstimate, Pentanomial, Trinomial, elo_from_pentanomial, elo_from_trinomial
 from engine_ext.research.selfplay import RefereedGame
 from engine_ext.rules.game import Game, IllegalMove, Move, RulesOptions
@@ -616,7 +616,7 @@ class Match:
             self.consumed_pairs += 1
             if self.sprt is not None:
                 self.llr = llr_pentanomial(self.pentanomial, self.sprt)
-                self.verdict = sprt_verdict(self.llr, self.sprt, self.pentanomial.counts)
+                self.verdict = sprt_verdict(self.llr, self.sprt)
 
     @property
     def games(self) -> list[GameOutcome]:
@@ -662,9 +662,13 @@ class Match:
             "a_params": self.a.profile.engine_params_set(), "b_params": self.b.profile.engine_params_set(),
             "games": t.games, "pairs": self.consumed_pairs, "wins": t.wins, "draws": t.draws, "losses": t.losses,
             "score": t.score if t.games else None,
+            "draw_ratio": t.draws / t.games if t.games else None,  # drawn games / games, as counted
             "pentanomial": list(self.pentanomial.counts),
+            # From the pairs (the pentanomial model); an unbounded or infinite figure is written as null
+            # (bot/commands/match.py). even_pair_ratio: pairs in which A made 1 point (two draws, or a win
+            # and a loss) / pairs, which is not a draw ratio: a match without a draw can have them.
             "elo": None if elo is None else {"elo": elo.elo, "low": elo.low, "high": elo.high, "los": elo.los,
-                                             "draw_ratio": elo.draw_ratio},
+                                             "even_pair_ratio": elo.draw_ratio},
             "reasons": dict(self.reasons),
             "mean_plies": (sum(g.plies for g in self.games) / t.games) if t.games else None,
             "seconds": self.seconds, "seed": self.seed, "limits": self.limits.describe(),
@@ -672,7 +676,10 @@ class Match:
         }
         if self.sprt is not None:
             s = self.sprt
+            # The LLR counts an empty pair class 0.001 times (fishtest's regularisation): said here, so
+            # that a script recomputing it from "pentanomial" gets the same figure.
             out["sprt"] = {"elo0": s.elo0, "elo1": s.elo1, "alpha": s.alpha, "beta": s.beta, "llr": self.llr,
+                           "llr_empty_class_weight": EMPTY_CLASS_WEIGHT,
                            "lower": s.lower, "upper": s.upper, "verdict": self.verdict}
         return out
 

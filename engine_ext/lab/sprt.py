@@ -5,24 +5,36 @@ match computes the log-likelihood ratio of H1 against H0 and stops when it leave
 (``lower``, ``upper``) = (ln(beta / (1 - alpha)), ln((1 - beta) / alpha)): at ``upper`` it accepts H1,
 at ``lower`` H0. alpha is the chance of accepting H1 when H0 is true, beta of accepting H0 when H1 is.
 
-The ratio is the *generalized* one (GSPRT): the results are not assumed to follow a fixed model of
-draws; only their mean matters, and the likelihood under each hypothesis is that of the nearest
-distribution with the hypothesis's expected score (s0 = elo_to_score(elo0), s1 = elo_to_score(elo1)).
-fishtest finds those distributions exactly (a one-dimensional root search per hypothesis); Michel Van
-den Bergh's notes on the GSPRT, on which fishtest's statistics rest, show that for N results with sample
-mean m and sample variance v the ratio is, to a very good approximation, the closed form
+The ratio is the *generalized* one (GSPRT), fishtest's ``LLR_logistic``: the results are not assumed to
+follow a fixed model of draws. Under each hypothesis the likelihood is that of the distribution over the
+result classes, of expected score s0 = elo_to_score(elo0) (or s1), that is nearest to the sample (its
+maximum-likelihood estimate); the ratio is N times the difference of the two mean log-likelihoods. For
+a sample with class frequencies p_i of scores x_i that distribution is q_i = p_i / (1 + λ (x_i - s)),
+λ the root of Σ p_i (x_i - s) / (1 + λ (x_i - s)) = 0 (Michel Van den Bergh's notes, on which
+fishtest's statistics rest). We find λ by a safeguarded Newton iteration over whole arrays at once
+(the running counts of a simulated match), in the variable ln(1 + λ (x_e - s)) of the extreme class
+that λ's pole belongs to, so that a root next to the pole (the degenerate samples below) takes a few
+steps like any other.
 
-    LLR = N/2 · ln(r0 / r1),   r_s = v + (m - s)²  (the mean squared distance of the results from s),
-
-(fishtest keeps it as its alternative, ``LLR_alt``), whose first-order expansion is the formula
-OpenBench and fastchess print, LLR ≈ N·(s1 - s0)·(2m - s0 - s1) / (2v). We compute the closed log form:
-it is within 1 % of the exact ratio on real-sized samples (tests/test_lab_sprt.py checks both), it
-needs no root search (so it runs over whole arrays of running counts at once), and it stays bounded on
-tiny samples with almost no spread (the first few games all won), where the linear form explodes. As
-fishtest does, an empty result class counts 0.001 times, so that a sample with no spread still gives
-a finite LLR. The same formula serves single games (values 0, 0.5, 1, N games) and colour-swapped
-pairs (values 0, 0.25, 0.5, 0.75, 1, N pairs: the pentanomial model, which sees the pairs'
-correlation).
+As fishtest does, an empty result class counts 0.001 times (``EMPTY_CLASS_WEIGHT``): the nearest
+distribution may then give a result not yet seen a share of its own, which a sample without spread
+needs. That is what makes degenerate samples come out right, and why the exact ratio is computed rather
+than its closed approximation N/2 · ln(r0 / r1), r_s = v + (m - s)² (fishtest's ``LLR_alt``, which this
+module computed until issue 33): the approximation treats the sample's variance v as the truth, and a
+sample without spread has none but the regularisation's, ~2e-4. Ten colour-swapped pairs that each split
+1-1 (a change that alters no game yet, self-play) then gave "H0 accepted" at LLR -15.4 against elo1 = 25;
+the rule added then, no verdict until ten pairs lay off the commonest result, made a sweep (minimax
+against random, every pair 2-0, past the bound of elo1 = 100 after ten pairs) run on for a hundred
+pairs. The exact ratio of
+N identical results at s0 is N · ln(1 - (s1 - s0) / (1 - s0)) (near enough): the likelihood, under
+the nearest distribution of score s1, that a change worth s1 left every one of N samples untouched. So
+ten 1-1 pairs give -0.74 against elo1 = 25 (no verdict), and H0 comes after 40 such pairs, when a change
+worth 25 Elo would have had to leave 40 pairs alike, a chance of about 5 %, the test's beta; against
+elo1 = 10, after 102 pairs. A sweep of N pairs gives N · ln(s1 / s0) (likewise): H1 against elo1 = 100
+after 12 pairs, against elo1 = 200 after 8. Where the sample has spread the exact ratio and the
+approximation agree to about 1 % (tests/test_lab_sprt.py). The same formula serves single games (values 0, 0.5, 1,
+N games) and colour-swapped pairs (values 0, 0.25, 0.5, 0.75, 1, N pairs: the pentanomial model, which
+sees the pairs' correlation).
 
 ``expected_games`` gives the expected length of a test (Wald's approximation: the LLR as a Brownian
 motion with the drift and variance of one game's increment, no overshoot of the bounds).
@@ -33,7 +45,6 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,18 +55,10 @@ from engine_ext.lab.stats import GAME_SCORES, PAIR_SCORES, Pentanomial, Trinomia
 
 # The weight an empty result class gets in the ratio (fishtest's regularisation).
 EMPTY_CLASS_WEIGHT = 1e-3
-# No verdict while fewer than this many samples (pairs, or games for single-game counts) lie outside the
-# commonest result class, unless there are ``ALIKE_SAMPLES_FOR_VERDICT`` in all. The GSPRT estimates the
-# results' spread from the sample itself, and a sample may show almost none: three colour-swapped pairs
-# that each split 1-1 have variance ~2e-4 (the empty classes' weight alone), and the ratio says H0 at
-# LLR -2.97 against elo1 = 25 after six games (a change that then won by +78 Elo). A change that alters
-# only some games (an endgame setting) plays most pairs exactly as the baseline does, and a self-play pair
-# played twice alike splits 1-1: ten such pairs gave "H0 accepted" at LLR -15.4 after twenty games
-# (issue 23, a global search near the end of the game), before any game the change decided had been
-# seen. The spread has to be seen before it is believed; a hundred samples alike are a verdict of their
-# own (the change alters fewer than about 3 % of them).
-MIN_VARIED_SAMPLES = 10
-ALIKE_SAMPLES_FOR_VERDICT = 100
+# The Newton iteration for λ: a step this small (in the logarithm of the distance to the pole) ends it;
+# it takes at most a dozen steps on any sample tried, the cap is a bound, not a budget.
+_STEP_TOLERANCE = 1e-12
+_MAX_STEPS = 100
 
 _SPEC_KEYS = ("elo0", "elo1", "alpha", "beta")
 
@@ -81,6 +84,9 @@ class SprtSpec:
             value = getattr(self, name)
             if not 0.0 < value < 0.5:
                 raise ValueError(f"SPRT {name} is an error rate strictly between 0 and 0.5, got {value:g}")
+        if not (0.0 < elo_to_score(self.elo0) and elo_to_score(self.elo1) < 1.0):
+            raise ValueError(f"SPRT elo0={self.elo0:g} elo1={self.elo1:g}: no expected score strictly between "
+                             "0 and 1 (an Elo difference beyond about ±6000 is a certain result)")
 
     @classmethod
     def parse(cls, text: str) -> SprtSpec:
@@ -123,12 +129,60 @@ class SprtSpec:
         return f"elo0={self.elo0:g} elo1={self.elo1:g} alpha={self.alpha:g} beta={self.beta:g}"
 
 
+def _nearest_log_likelihood(
+    p: npt.NDArray[np.float64], x: npt.NDArray[np.float64], s: float
+) -> npt.NDArray[np.float64]:
+    """Σ p_i ln(q_i / p_i) for the distribution q of expected score ``s`` nearest the frequencies ``p``
+    (classes on the last axis, all > 0) over the scores ``x``: q_i = p_i / d_i, d_i = 1 + λ (x_i - s).
+
+    λ lies between 0 and the pole where d_e = 0 for the extreme class e on the far side of s from the
+    sample's mean; q_e <= 1 puts the root where d_e >= p_e. The iteration runs in v = ln d_e, in [ln p_e, 0],
+    and computes every d_i from d_e (d_i = (1 - r_i) + d_e r_i, r_i = (x_i - s) / (x_e - s)), so that d_e
+    keeps its precision however close to the pole the root is (p_e can be 1e-3 / N). Each step works on
+    the samples still moving only: most settle in three or four steps, a few next to a pole take ten."""
+    shape = p.shape
+    p = p.reshape(-1, shape[-1])
+    a = np.broadcast_to(x - s, p.shape)
+    gap = (p * a).sum(axis=-1)  # the sample's mean minus s: λ has its sign
+    extreme = np.where(gap > 0, a.argmin(axis=-1), a.argmax(axis=-1))[:, None]
+    a_e = np.take_along_axis(a, extreme, axis=-1)
+    r = a / a_e
+    moving = np.flatnonzero(gap != 0)
+    low = np.log(np.take_along_axis(p, extreme, axis=-1)[moving, 0])  # the bracket of v
+    high = np.zeros(len(moving))
+    # Start from the root of f's tangent at λ = 0, λ = gap / Σ p a² (the closed form's λ): where the
+    # sample has spread that is within a step or two of the root; where it has none, outside the
+    # bracket, and the search starts from the bracket's middle instead.
+    v = np.zeros(len(p))  # λ = 0: the root when the mean is s
+    tangent = 1.0 + gap[moving] / (p[moving] * a[moving] ** 2).sum(axis=-1) * a_e[moving, 0]
+    v[moving] = np.where(tangent > np.exp(low), np.log(np.maximum(tangent, 1e-300)), 0.5 * low)
+    for _ in range(_MAX_STEPS):
+        if not moving.size:
+            break
+        pm, am, rm, vm = p[moving], a[moving], r[moving], v[moving]
+        d_e = np.exp(vm)
+        d = (1.0 - rm) + d_e[:, None] * rm
+        f = (pm * am / d).sum(axis=-1)  # decreasing in λ; its root is the one wanted
+        slope = -(pm * am * am / (d * d)).sum(axis=-1) * d_e / a_e[moving, 0]  # df/dv
+        on_the_mean_side = np.sign(f) == np.sign(gap[moving])
+        high = np.where(on_the_mean_side, vm, high)
+        low = np.where(on_the_mean_side, low, vm)
+        step = -f / slope
+        newton = vm + step
+        inside = (newton >= low) & (newton <= high)
+        still = np.abs(step) > _STEP_TOLERANCE
+        v[moving] = np.where(still, np.where(inside, newton, 0.5 * (low + high)), vm)
+        moving, low, high = moving[still], low[still], high[still]
+    d = (1.0 - r) + np.exp(v)[:, None] * r
+    return np.asarray(-(p * np.log(d)).sum(axis=-1), dtype=np.float64).reshape(shape[:-1])
+
+
 def llr_from_counts(counts: npt.ArrayLike, values: npt.ArrayLike, spec: SprtSpec) -> npt.NDArray[np.float64]:
     """The GSPRT log-likelihood ratio of samples given as counts of each result value.
 
     ``counts`` has the result classes on its last axis (any leading axes: many samples at once, e.g. the
     running counts of a whole simulated match); ``values`` the score of each class. A sample of no
-    results has LLR 0. See the module docstring for the formula.
+    results has LLR 0. See the module docstring for the method.
     """
     n = np.asarray(counts, dtype=np.float64)
     x = np.asarray(values, dtype=np.float64)
@@ -137,12 +191,9 @@ def llr_from_counts(counts: npt.ArrayLike, values: npt.ArrayLike, spec: SprtSpec
     played = n.sum(axis=-1)
     weights = np.where(n > 0, n, EMPTY_CLASS_WEIGHT)
     size = weights.sum(axis=-1)
-    mean = (weights * x).sum(axis=-1) / size
-    variance = (weights * (x - mean[..., None]) ** 2).sum(axis=-1) / size
+    p = weights / size[..., None]
     s0, s1 = spec.scores
-    r0 = variance + (mean - s0) ** 2
-    r1 = variance + (mean - s1) ** 2
-    llr = 0.5 * size * np.log(r0 / r1)
+    llr = size * (_nearest_log_likelihood(p, x, s1) - _nearest_log_likelihood(p, x, s0))
     return np.asarray(np.where(played > 0, llr, 0.0), dtype=np.float64)
 
 
@@ -156,26 +207,8 @@ def llr_pentanomial(p: Pentanomial, spec: SprtSpec) -> float:
     return float(llr_from_counts(p.counts, PAIR_SCORES, spec))
 
 
-def varied_samples(counts: npt.ArrayLike) -> npt.NDArray[np.int64]:
-    """The samples outside the commonest result class, for samples counted by class (the classes on the
-    last axis, any leading axes: e.g. the running counts of a whole match)."""
-    n = np.asarray(counts, dtype=np.int64)
-    return np.asarray(n.sum(axis=-1) - n.max(axis=-1, initial=0), dtype=np.int64)
-
-
-def verdict_allowed(counts: npt.ArrayLike) -> npt.NDArray[np.bool_]:
-    """Whether samples counted by result class (as ``varied_samples`` takes them) may carry a verdict: at
-    least ``MIN_VARIED_SAMPLES`` outside the commonest class, or ``ALIKE_SAMPLES_FOR_VERDICT`` in all."""
-    samples = np.asarray(counts, dtype=np.int64).sum(axis=-1)
-    return np.asarray((varied_samples(counts) >= MIN_VARIED_SAMPLES) | (samples >= ALIKE_SAMPLES_FOR_VERDICT))
-
-
-def sprt_verdict(llr: float, spec: SprtSpec, counts: Sequence[int]) -> Literal["H0", "H1"] | None:
-    """"H1" at or above the upper bound, "H0" at or below the lower one, else None (play on); None too
-    while ``verdict_allowed`` says the samples cannot carry one. ``counts``: the samples by result class
-    (``Pentanomial.counts`` or ``Trinomial.counts``)."""
-    if not verdict_allowed(counts):
-        return None
+def sprt_verdict(llr: float, spec: SprtSpec) -> Literal["H0", "H1"] | None:
+    """"H1" at or above the upper bound, "H0" at or below the lower one, else None (play on)."""
     if llr >= spec.upper:
         return "H1"
     if llr <= spec.lower:

@@ -19,16 +19,31 @@ plain move. ``attacker`` and ``defender`` are the revealed ranks of an attack.
 ``info`` object of its getAIMove answer as the host validated it (protocol 1.1, docs/protocol.md), e.g.
 ``{"depth": 4, "nodes": 51234, "time": 0.81, "value": 1.5, "pv": [{"from": "A4", "to": "A5"}],
 "reasons": ["p-e-minimax to ply 4 ..."]}``. Records written before it existed load as they are.
+
+Loading validates the file against these dataclasses with pydantic: a file that is not such a record
+raises ``RecordError`` naming every bad field by its path (``blue: field required``,
+``moves[3].side: input should be a valid string, got 5``), rather than the bare ``KeyError: 'blue'`` a
+dictionary lookup gave.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 FORMAT = "perspecto-record/1"
+# Errors listed in a RecordError's message; a file broken everywhere says how many more there are.
+_ERRORS_SHOWN = 5
+
+
+class RecordError(ValueError):
+    """A file that is not a valid game record; the message says why, naming each bad field by its path."""
 
 
 @dataclass
@@ -73,25 +88,60 @@ class GameRecord:
 
     @classmethod
     def from_json(cls, text: str) -> GameRecord:
-        data = json.loads(text)
+        """The record in ``text``; ``RecordError`` when it is not JSON, not this format, or a field is
+        missing or of the wrong type."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise RecordError(f"not a {FORMAT} record: a JSON {type(data).__name__}, not an object")
         if data.get("format") != FORMAT:
-            raise ValueError(f"not a {FORMAT} record (format is {data.get('format')!r})")
-        return cls(
-            ruleset=data["ruleset"],
-            options=data.get("options", {}),
-            red=RecordedPlayer(**data["red"]),
-            blue=RecordedPlayer(**data["blue"]),
-            moves=[RecordedMove(**m) for m in data.get("moves", [])],
-            result=data.get("result"),
-            game_id=data.get("game_id", ""),
-            started=data.get("started", ""),
-        )
+            raise RecordError(f"not a {FORMAT} record (format is {data.get('format')!r})")
+        fields = {"options": {}, **{key: value for key, value in data.items() if key != "format"}}
+        try:
+            return _record_adapter().validate_python(fields)
+        except ValidationError as exc:
+            raise RecordError(f"not a valid record: {describe_validation_error(exc)}") from None
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(self.to_json() + "\n", encoding="utf-8")
-        tmp.replace(path)
+        try:
+            tmp.write_text(self.to_json() + "\n", encoding="utf-8")
+            tmp.replace(path)
+        except OSError:  # a full disk: no half-written file left behind
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
 
     @classmethod
     def load(cls, path: Path) -> GameRecord:
         return cls.from_json(path.read_text(encoding="utf-8"))
+
+
+@cache
+def _record_adapter() -> TypeAdapter[GameRecord]:
+    # Built on first use: the schema is compiled once, and importing this module stays cheap.
+    return TypeAdapter(GameRecord)
+
+
+def _field_path(location: tuple[int | str, ...]) -> str:
+    """``("moves", 3, "side")`` -> ``moves[3].side``."""
+    path = ""
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "(the record)"
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line: each bad field by its path and what is wrong with it, e.g.
+    ``blue: field required; moves[3].side: input should be a valid string, got 5``."""
+    problems = []
+    for error in exc.errors()[:_ERRORS_SHOWN]:
+        problem = f"{_field_path(error['loc'])}: {error['msg'][:1].lower()}{error['msg'][1:]}"
+        if error["type"] != "missing":
+            shown = repr(error["input"])
+            problem += f", got {shown if len(shown) <= 40 else shown[:37] + '...'}"
+        problems.append(problem)
+    more = exc.error_count() - len(problems)
+    return "; ".join(problems) + (f" (and {more} more)" if more > 0 else "")

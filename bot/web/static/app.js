@@ -1,6 +1,7 @@
 // The Perspecto web view: watches the host's games and replays records. Read-only: it fetches and listens,
 // never sends. The server sends every board ready-made (bot/web/timeline.py): the start of each view and,
-// for every move, what it changed; this page only applies those changes, so it holds no rules.
+// for every move, what it changed, each side's thinking time so far and red's winning chances
+// (bot/web/outlook.py); this page only applies and draws them, so it holds no rules.
 "use strict";
 
 const state = {
@@ -14,7 +15,10 @@ const state = {
   standings: null,
   loading: null,         // the id of the game being fetched
   pending: [],           // its moves that came meanwhile
+  auto: false,           // the open game was opened by the page (not chosen): a new live game replaces it
 };
+
+const SVG = "http://www.w3.org/2000/svg";
 
 const $ = (id) => document.getElementById(id);
 
@@ -26,6 +30,12 @@ function el(tag, attrs = {}, ...children) {
     else node.setAttribute(key, value);
   }
   for (const child of children) node.append(child);
+  return node;
+}
+
+function svgEl(tag, attrs = {}) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
   return node;
 }
 
@@ -52,18 +62,23 @@ function resultText(game) {
   return `${who} by ${String(r.reason).replaceAll("_", " ")}, ${r.plies ?? game.plies} plies`;
 }
 
+// The newest first: by start time, then by id (a host numbers its games in order).
+function newestFirst(a, b) {
+  return (b.started || "").localeCompare(a.started || "") || b.id.localeCompare(a.id);
+}
+
 function renderList() {
   const live = $("live-games"), finished = $("finished-games");
   live.replaceChildren();
   finished.replaceChildren();
   const games = [...state.games.values()];
-  games.sort((a, b) => (b.started || "").localeCompare(a.started || "") || b.id.localeCompare(a.id));
+  games.sort(newestFirst);
   for (const game of games) {
     const item = el("li", { "data-game": game.id, "data-status": game.status },
       el("span", { class: "red-name", text: game.red }), " vs ", el("span", { class: "blue-name", text: game.blue }),
       el("span", { class: "result", text: `${game.id}: ${resultText(game)}` }));
     if (state.doc && state.doc.id === game.id) item.classList.add("selected");
-    item.addEventListener("click", () => openGame(game.id));
+    item.addEventListener("click", () => openGame(game.id, { auto: false }));
     (game.status === "live" ? live : finished).append(item);
   }
   $("no-live").hidden = live.children.length > 0;
@@ -82,10 +97,29 @@ function renderStandings() {
   }
 }
 
+// The game to open by itself: the newest live one, else the newest finished one.
+function gameToWatch() {
+  const games = [...state.games.values()].sort(newestFirst);
+  return (games.find((g) => g.status === "live") || games[0] || null)?.id ?? null;
+}
+
+// Open a game by itself when none is open. A game it opened (not one the viewer chose, nor one they have
+// stepped through) gives way, once it is over, to the one to watch now: the next live game on a host, the
+// newest record in a folder the lab fills.
+function autoOpen() {
+  if (state.loading) return;
+  const id = gameToWatch();
+  if (id === null) return;
+  if (state.doc && (!state.auto || state.doc.status === "live" || state.doc.id === id)) return;
+  openGame(id, { auto: true });
+}
+
 // --- one game --------------------------------------------------------------------------------------------
 
-async function openGame(id, { ply = null, view = null } = {}) {
+async function openGame(id, { ply = null, view = null, auto = null } = {}) {
   // Moves of this game that arrive while it is fetched wait in ``pending`` and are applied on top of it.
+  if (auto !== null) state.auto = auto;
+  else if (!state.doc || state.doc.id !== id) state.auto = false;
   state.loading = id;
   state.pending = [];
   const response = await fetch(`/api/games/${encodeURIComponent(id)}`);
@@ -120,6 +154,7 @@ async function openGame(id, { ply = null, view = null } = {}) {
   renderList();
   writeHash();
   if (gap) openGame(id, state.follow ? {} : { ply: state.ply });
+  else autoOpen();  // a live game may have started while this one was fetched
 }
 
 // Add a live move to the open game: "added", "old" (already there) or "gap" (moves are missing).
@@ -180,7 +215,8 @@ const COLUMNS = "ABCDEFGHIJKL";
 function renderBoard() {
   const { width, height, lakes } = state.doc.board;
   const board = $("board");
-  board.style.gridTemplateColumns = `1.4em repeat(${width}, auto)`;
+  board.style.gridTemplateColumns = `var(--coord) repeat(${width}, var(--sq))`;
+  board.style.setProperty("--columns", String(width));
   const cells = boardAt(state.view, state.ply);
   const last = state.ply > 0 ? state.doc.moves[state.ply - 1].move.split("-") : [];
   const lakeSet = new Set(lakes);
@@ -205,6 +241,121 @@ function renderBoard() {
   const taken = capturedAt(state.ply);
   $("captured-red").replaceChildren(...taken.red.map(pieceNode));
   $("captured-blue").replaceChildren(...taken.blue.map(pieceNode));
+  renderArrows();
+}
+
+// --- the engine's line, as arrows on the board ------------------------------------------------------------
+
+function pvMove(m) {
+  const [from, to] = typeof m === "string" ? m.split("-") : [m.from, m.to];
+  return { from, to };
+}
+
+// The line drawn at ``ply``: the one the engine to move gave with the move it played from here (its move
+// first); at the last ply (a live game's newest), where no move follows yet, the rest of the line the last
+// mover expected (the replies it foresaw). Null when the bots gave none.
+function lineAt(ply) {
+  const moves = state.doc.moves;
+  const next = moves[ply], last = moves[ply - 1];
+  if (next && next.info && next.info.pv && next.info.pv.length) {
+    return { side: next.side, moves: next.info.pv.map(pvMove), by: "next" };
+  }
+  if (!next && last && last.info && last.info.pv && last.info.pv.length > 1) {
+    return { side: last.side === "red" ? "blue" : "red", moves: last.info.pv.slice(1).map(pvMove), by: "last" };
+  }
+  return null;
+}
+
+function renderArrows() {
+  const svg = $("arrows");
+  const board = $("board");
+  svg.replaceChildren();
+  const line = state.doc && state.doc.board ? lineAt(state.ply) : null;
+  svg.dataset.count = "0";
+  if (!line) return;
+  const frame = board.getBoundingClientRect();
+  svg.setAttribute("width", String(frame.width));
+  svg.setAttribute("height", String(frame.height));
+  svg.setAttribute("viewBox", `0 0 ${frame.width} ${frame.height}`);
+  const defs = svgEl("defs");
+  const marker = svgEl("marker", { id: "arrow-head", viewBox: "0 0 10 10", refX: 4, refY: 5,
+    markerWidth: 3, markerHeight: 3, orient: "auto-start-reverse" });
+  marker.append(svgEl("path", { d: "M0,0 L10,5 L0,10 z", class: "head" }));
+  defs.append(marker);
+  svg.append(defs);
+  const centre = (square) => {
+    const node = board.querySelector(`.sq[data-square="${square}"]`);
+    if (!node) return null;
+    const r = node.getBoundingClientRect();
+    return [r.left - frame.left + r.width / 2, r.top - frame.top + r.height / 2, r.width];
+  };
+  let side = line.side, drawn = 0;
+  line.moves.forEach((move, index) => {
+    const a = centre(move.from), b = centre(move.to);
+    if (a && b) {
+      const [x1, y1, size] = a, [x2, y2] = b;
+      const length = Math.hypot(x2 - x1, y2 - y1) || 1;
+      const cut = size * 0.3;  // stop short of the centre, so the head sits on the square
+      const arrow = svgEl("line", {
+        x1, y1, x2: x2 - ((x2 - x1) / length) * cut, y2: y2 - ((y2 - y1) / length) * cut,
+        class: side === line.side ? "arrow" : "arrow reply", "stroke-width": size * (index === 0 ? 0.22 : 0.16),
+        "marker-end": "url(#arrow-head)", opacity: Math.max(0.35, 0.85 - index * 0.15),
+        "data-from": move.from, "data-to": move.to, "data-side": side, "data-index": index,
+      });
+      if (side !== line.side) arrow.setAttribute("stroke-dasharray", `${size * 0.05} ${size * 0.3}`);
+      arrow.append(svgEl("title"));
+      arrow.firstChild.textContent = `${index + 1}. ${side} ${move.from}-${move.to}`;
+      svg.append(arrow);
+      drawn++;
+    }
+    side = side === "red" ? "blue" : "red";
+  });
+  svg.dataset.count = String(drawn);
+  svg.dataset.by = line.by;
+}
+
+// --- red's winning chances, as a graph over the game ------------------------------------------------------
+
+function outlooks() {
+  const doc = state.doc;
+  return [doc.start_outlook ?? 0.5, ...doc.moves.map((m) => m.outlook ?? 0.5)];
+}
+
+
+function renderGraph() {
+  const svg = $("graph");
+  svg.replaceChildren();
+  const points = outlooks();
+  const plies = points.length - 1;
+  const width = Math.max(120, Math.round(svg.getBoundingClientRect().width) || 480);
+  const height = 90;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("height", String(height));
+  svg.dataset.plies = String(plies);
+  svg.dataset.ply = String(state.ply);
+  const x = (ply) => (plies ? (ply / plies) * width : 0);
+  const y = (p) => (1 - p) * height;
+  // Blue's share above the line, red's below: the red area is red's chance at every ply.
+  svg.append(svgEl("rect", { x: 0, y: 0, width, height, class: "blue-share" }));
+  const line = points.map((p, ply) => `${x(ply).toFixed(1)},${y(p).toFixed(1)}`);
+  if (plies === 0) line.push(`${width},${y(points[0]).toFixed(1)}`);
+  svg.append(svgEl("polygon", { points: `0,${height} ${line.join(" ")} ${width},${height}`, class: "red-share" }));
+  svg.append(svgEl("line", { x1: 0, y1: height / 2, x2: width, y2: height / 2, class: "even" }));
+  svg.append(svgEl("polyline", { points: line.join(" "), class: "trend" }));
+  const here = svgEl("line", { x1: x(state.ply), y1: 0, x2: x(state.ply), y2: height, class: "now" });
+  here.id = "graph-now";
+  svg.append(here, svgEl("circle", { cx: x(state.ply), cy: y(points[state.ply]), r: 4, class: "now-dot" }));
+  const red = Math.round(points[state.ply] * 100);
+  $("outlook").textContent = `red's chances ${red} %, blue's ${100 - red} % after ply ${state.ply}` +
+    " (from the material on the board: docs/host.md)";
+}
+
+function graphClick(event) {
+  if (!state.doc || !state.doc.board) return;
+  const svg = $("graph");
+  const r = svg.getBoundingClientRect();
+  const plies = state.doc.moves.length;
+  browse(Math.round(((event.clientX - r.left) / r.width) * plies));
 }
 
 function infoText(info) {
@@ -213,7 +364,7 @@ function infoText(info) {
   if (info.depth != null) parts.push(`depth ${info.depth}`);
   if (info.nodes != null) parts.push(`${info.nodes.toLocaleString("en")} nodes`);
   if (info.time != null) parts.push(seconds(info.time));
-  if (info.value != null) parts.push(`value ${info.value >= 0 ? "+" : ""}${info.value.toFixed(2)}`);
+  if (info.value != null) parts.push(`value ${info.value >= 0 ? "+" : ""}${info.value.toFixed(2)} (its own units)`);
   return parts.join(", ");
 }
 
@@ -240,7 +391,7 @@ function moveItem(move, index) {
   if (move.info) think.push(infoText(move.info));
   else if (move.seconds != null) think.push(seconds(move.seconds));
   if (think.length && think[0]) item.append(el("span", { class: "think", text: `  ${think.join(", ")}` }));
-  item.addEventListener("click", () => seek(index + 1));
+  item.addEventListener("click", () => browse(index + 1));
   return item;
 }
 
@@ -271,6 +422,9 @@ function renderInfo() {
     const summary = infoText(info);
     if (summary) rows.push(["engine", summary]);
     if (info.pv && info.pv.length) rows.push(["line", lineText(info.pv)]);
+    const drawn = lineAt(state.ply);
+    if (drawn) rows.push(["arrows", `${drawn.by === "next" ? "the line of the move to come" : "the rest of this line"}: ` +
+      drawn.moves.map((m) => `${m.from}-${m.to}`).join(" ")]);
     for (const reason of info.reasons || []) rows.push(["reason", reason]);
   }
   const list = el("dl");
@@ -282,7 +436,9 @@ function renderHead() {
   const doc = state.doc;
   $("title").replaceChildren(el("span", { class: "red-name", text: doc.red }), " vs ",
     el("span", { class: "blue-name", text: doc.blue }));
-  const where = doc.record ? ` (record ${doc.record})` : "";
+  const where = doc.record ? ` (record ${doc.record})` : "";  // the file's name; the server never says where
+  $("name-red").textContent = doc.red;
+  $("name-blue").textContent = doc.blue;
   $("status").textContent = `${doc.id}${where}: ${resultText(doc)}`;
   for (const button of document.querySelectorAll("button.view")) {
     button.classList.toggle("active", button.dataset.view === state.view);
@@ -300,19 +456,30 @@ function renderControls() {
 function renderGame() {
   $("empty").hidden = true;
   $("game").hidden = false;
+  $("game").classList.toggle("no-board", !state.doc.board);  // nothing but who played and why there is no board
   renderHead();
   showError(state.doc.error || "");
   const playable = Boolean(state.doc.board);
   $("board").hidden = !playable;
   if (!playable) {
-    $("moves").replaceChildren();
+    for (const id of ["moves", "info", "captured-red", "captured-blue", "arrows", "graph", "outlook"]) {
+      $(id).replaceChildren();
+    }
+    renderClock();
     return;
   }
   renderBoard();
   renderMoves();
   renderControls();
   renderInfo();
+  renderGraph();
   renderClock();
+}
+
+// The viewer moving through the game: the page no longer replaces it by itself.
+function browse(ply) {
+  state.auto = false;
+  seek(ply);
 }
 
 function seek(ply) {
@@ -325,6 +492,8 @@ function seek(ply) {
   markCurrentMove();
   renderControls();
   renderInfo();
+  renderGraph();
+  renderClock();
   writeHash();
 }
 
@@ -335,21 +504,45 @@ function setClock(clock) {
   state.clockAt = performance.now();
 }
 
+function clockText(seconds) {
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const minutes = Math.floor(seconds / 60);
+  return `${minutes}:${(seconds - minutes * 60).toFixed(1).padStart(4, "0")}`;
+}
+
+// Each side's clock at the ply shown: its thinking time so far (the host's measure in a live game, the
+// times the bots gave in a record's ``info``), and for the side to move in a live game at its newest ply
+// the move's time running against ``moveTimeMax``.
 function renderClock() {
-  const box = $("clock");
-  const clock = state.clock;
-  if (!state.doc || !clock) {
-    box.textContent = "";
-    return;
-  }
-  const think = clock.think || {};
-  const totals = `thinking: red ${(think.red ?? 0).toFixed(1)} s, blue ${(think.blue ?? 0).toFixed(1)} s`;
-  if (state.doc.status === "live" && clock.to_move && clock.elapsed != null) {
-    const elapsed = clock.elapsed + (performance.now() - state.clockAt) / 1000;
-    const limit = clock.move_time_max != null ? ` of ${clock.move_time_max} s` : "";
-    box.textContent = `${clock.to_move} to move: ${elapsed.toFixed(1)} s${limit}; ${totals}`;
-  } else {
-    box.textContent = state.doc.source === "host" ? totals : "";
+  const doc = state.doc, clock = state.clock;
+  const playable = Boolean(doc && doc.board);
+  const timed = playable && doc.moves.some((m) => m.took != null);
+  const used = playable && state.ply > 0 ? doc.moves[state.ply - 1].used : { red: 0, blue: 0 };
+  const newest = playable && state.ply === doc.moves.length;
+  const running = newest && doc.status === "live" && clock && clock.to_move && clock.elapsed != null
+    ? clock.to_move : null;
+  for (const side of ["red", "blue"]) {
+    const box = $(`clock-${side}`);
+    box.classList.toggle("running", side === running);
+    box.dataset.running = String(side === running);
+    if (!playable || (!timed && !running)) {
+      box.querySelector(".used").textContent = playable ? "no times" : "";
+      box.querySelector(".move").textContent = "";
+      box.dataset.seconds = "";
+      continue;
+    }
+    let total = used[side] ?? 0;
+    let move = "";
+    if (side === running) {
+      const elapsed = clock.elapsed + (performance.now() - state.clockAt) / 1000;
+      total += elapsed;
+      const limit = clock.move_time_max;
+      move = limit != null ? `${elapsed.toFixed(1)} of ${limit} s` : `${elapsed.toFixed(1)} s`;
+      box.style.setProperty("--left", limit ? String(Math.max(0, 1 - elapsed / limit)) : "1");
+    }
+    box.querySelector(".used").textContent = clockText(total);
+    box.querySelector(".move").textContent = move;
+    box.dataset.seconds = total.toFixed(2);
   }
 }
 
@@ -363,12 +556,15 @@ function onMessage(message) {
       renderList();
       renderStandings();
       if (state.doc) openGame(state.doc.id, state.follow ? {} : { ply: state.ply });  // catch up after a reconnect
+      else autoOpen();
       break;
     case "game": {
       state.games.set(message.game.id, message.game);
       renderList();
       if (state.doc && state.doc.id === message.game.id && state.doc.status !== message.game.status) {
         openGame(message.game.id, state.follow ? {} : { ply: state.ply });  // it ended: its result and record
+      } else {
+        autoOpen();
       }
       break;
     }
@@ -406,7 +602,11 @@ function onMove(message) {
   if (outcome !== "added") return;
   $("moves").append(moveItem(message.move, have));
   if (state.follow) seek(doc.moves.length);
-  else renderControls();
+  else {
+    renderControls();
+    renderGraph();
+    if (state.ply === have) renderArrows();  // the line drawn at the ply shown depends on the move after it
+  }
   renderHead();
 }
 
@@ -432,14 +632,21 @@ function connect() {
 // --- controls --------------------------------------------------------------------------------------------
 
 function wire() {
-  $("first").addEventListener("click", () => seek(0));
-  $("back").addEventListener("click", () => seek(state.ply - 1));
-  $("forward").addEventListener("click", () => seek(state.ply + 1));
-  $("last").addEventListener("click", () => seek(state.doc ? state.doc.moves.length : 0));
-  $("seek").addEventListener("input", (event) => seek(Number(event.target.value)));
+  $("first").addEventListener("click", () => browse(0));
+  $("back").addEventListener("click", () => browse(state.ply - 1));
+  $("forward").addEventListener("click", () => browse(state.ply + 1));
+  $("last").addEventListener("click", () => browse(state.doc ? state.doc.moves.length : 0));
+  $("seek").addEventListener("input", (event) => browse(Number(event.target.value)));
+  $("graph").addEventListener("click", graphClick);
+  window.addEventListener("resize", () => {
+    if (state.doc && state.doc.board) {
+      renderArrows();
+      renderGraph();
+    }
+  });
   $("follow").addEventListener("change", (event) => {
     state.follow = event.target.checked;
-    if (state.follow && state.doc) seek(state.doc.moves.length);
+    if (state.follow && state.doc) browse(state.doc.moves.length);
   });
   for (const button of document.querySelectorAll("button.view")) {
     button.addEventListener("click", () => {
@@ -453,8 +660,8 @@ function wire() {
   }
   document.addEventListener("keydown", (event) => {
     if (event.target instanceof HTMLInputElement && event.target.type !== "range") return;
-    if (event.key === "ArrowLeft") seek(state.ply - 1);
-    else if (event.key === "ArrowRight") seek(state.ply + 1);
+    if (event.key === "ArrowLeft") browse(state.ply - 1);
+    else if (event.key === "ArrowRight") browse(state.ply + 1);
   });
   setInterval(renderClock, 200);
 }
@@ -469,9 +676,9 @@ async function start() {
   renderStandings();
   const wanted = readHash();
   if (wanted.game) {
-    await openGame(wanted.game, { ply: wanted.ply, view: wanted.view });
-  } else if (state.games.size === 1) {
-    await openGame(state.games.keys().next().value);  // one record: open it
+    await openGame(wanted.game, { ply: wanted.ply, view: wanted.view, auto: false });
+  } else {
+    autoOpen();  // the live game, else the newest finished one
   }
   connect();
 }

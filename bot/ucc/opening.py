@@ -1,0 +1,137 @@
+"""The colour line answered with the setup before anything heavy is imported (``perspecto ucc``'s start).
+
+The UCC referee starts a program, sends it ``COLOUR OPPONENT WIDTH HEIGHT`` at once and forfeits it unless
+its four setup lines arrive within ``-T`` seconds (2 by default). On a machine whose cores are busy (a
+tournament starts both programs at the same moment) importing pydantic, structlog, the configuration, the
+compiled search and the belief model first took longer than that (issue 31). So ``perspecto ucc`` reads
+the colour line and answers it with this module, which imports only the rules, the UCC codec and the setup
+generator; the configuration, the profile and the engine load after the setup is out
+(bot/commands/ucc.py), while the referee collects the other program's setup.
+
+The seeded generator that chose the setup goes on to the player, so ``--seed`` replays the same game.
+Nothing here logs unless the setup library fails (the fallback setup is used then).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TextIO
+
+from bot.daemon.fallback_setup import fallback_setup
+from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.rulesets import CLASSIC, Square
+from protocol.ucc import ColourLine, UccProtocolError, format_setup_lines, parse_referee_line
+
+DEFAULT_MOVE_TIME = 2.0  # the referee's default -T
+RULESET = CLASSIC  # the referee plays the classic 10x10 game with 40 pieces a side
+
+SetupChooser = Callable[[Side, random.Random], Mapping[Square, Rank]]
+
+
+def choose_setup(side: Side, rng: random.Random) -> dict[Square, Rank]:
+    """A setup from the setup library's generator; the fallback setup if the library is missing or fails."""
+    try:
+        from setups.generator import generate_setup  # optional: the bot must set up without the library
+
+        placement = generate_setup(RULESET, rng).placement(side)
+        RULESET.validate_setup(side, placement)
+        return placement
+    except Exception as exc:  # any failure of the library must not cost the game
+        import structlog  # only on this path: the normal start logs nothing before the setup is out
+
+        structlog.get_logger().warning("ucc.setup_library_failed", error=repr(exc))
+        return fallback_setup(RULESET, side, rng)
+
+
+@dataclass(frozen=True)
+class Opening:
+    """The colour line and the setup sent for it: where the player takes the game up."""
+
+    colour: ColourLine
+    placement: dict[Square, Rank]
+    lines: list[str]  # the setup lines as sent
+    sent: float | None = None  # when they went out (time.monotonic()); the referee's next line comes after
+
+
+def load_generator() -> None:
+    """Import the setup generator now, so that answering the colour line is only the work of the setup
+    itself (a library that fails to import is left to ``choose_setup``, which falls back)."""
+    try:
+        import setups.generator  # noqa: F401
+    except Exception:
+        pass
+
+
+def input_within(fd: int, seconds: float) -> bool:
+    """Whether ``fd`` has something to read within ``seconds`` (the colour line: the referee sends it to RED
+    at once; BLUE's comes once RED has set up)."""
+    import select
+
+    try:
+        return bool(select.select([fd], [], [], seconds)[0])
+    except (OSError, ValueError):
+        return True  # no telling: treat it as there, and answer it first
+
+
+def read_first_line(fd: int) -> tuple[str | None, bytes]:
+    """The first line that is not blank (None at the end of input without one) and the bytes read after it,
+    which the player's reader goes on from. Raw reads: no buffered file holds back what follows."""
+    pending = b""
+    while True:
+        while b"\n" in pending:
+            raw, pending = pending.split(b"\n", 1)
+            line = raw.decode("utf-8", "replace").rstrip("\r")
+            if line.strip():
+                return line, pending
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            line = pending.decode("utf-8", "replace").rstrip("\r")
+            return (line, b"") if line.strip() else (None, b"")
+        pending += chunk
+
+
+def colour_line(line: str) -> ColourLine | None:
+    """The line as a colour line for the board this player plays, else None (the player then reads the
+    line itself and says what is wrong with it)."""
+    try:
+        event = parse_referee_line(line)
+    except UccProtocolError:
+        return None
+    if not isinstance(event, ColourLine) or (event.width, event.height) != (RULESET.width, RULESET.height):
+        return None
+    return event
+
+
+def answer_colour(event: ColourLine, rng: random.Random, out: TextIO,
+                  setup: SetupChooser = choose_setup) -> Opening:
+    """Send the setup for ``event``'s colour on ``out`` (flushed: the referee waits for it)."""
+    placement = dict(setup(event.colour, rng))
+    RULESET.validate_setup(event.colour, placement)
+    lines = format_setup_lines(placement, event.colour)
+    out.write("".join(line + "\n" for line in lines))
+    out.flush()
+    return Opening(event, placement, lines, time.monotonic())
+
+
+def open_game(fd: int, out: TextIO, rng: random.Random) -> tuple[Opening | None, bytes]:
+    """Read the colour line from ``fd`` and answer it on ``out``; the opening (None if the first line is not
+    a colour line for a classic board) and the input still to be read by the player (with that first line,
+    when it was not answered here)."""
+    line, rest = read_first_line(fd)
+    if line is None:
+        return None, b""
+    event = colour_line(line)
+    if event is None:
+        return None, line.encode() + b"\n" + rest
+    try:
+        opening = answer_colour(event, rng, out)
+    except BrokenPipeError:  # the referee has gone; the player finds out and exits quietly
+        return None, b""
+    return opening, rest
