@@ -148,7 +148,7 @@ def test_a_cluster_plays_the_local_runners_records_and_refuses_a_worker_of_anoth
     assert records_of(tmp_path / "remote") == records_of(tmp_path / "local")
     assert len(records_of(tmp_path / "local")) == 4
     table = [line for line in local.stdout.splitlines() if line.startswith("│ perspecto")]
-    assert table == [line for line in remote.stdout.splitlines() if line.startswith("│ perspecto")]
+    assert len(table) == 1 and table == [line for line in remote.stdout.splitlines() if line.startswith("│ perspecto")]
     assert json.loads((tmp_path / "remote.json").read_text())["settings"]["cluster"] == cluster.address
 
 
