@@ -90,6 +90,15 @@ class ProfileBase(BaseModel):
         except EngineConfigError as exc:
             raise ProfileError(f"profile {self.name!r}: engine_params: {exc}") from None
 
+    def with_engine_params(self, engine_params: Mapping[str, Any]) -> BotProfile:
+        """This profile with ``engine_params`` in place of its own, validated as a profile file's and by
+        the engine itself (a misspelt parameter is a ``ProfileError`` naming it). The lab lays its
+        ``--param``s over a profile with it (engine_ext/lab/runner.py ``LabProfile``)."""
+        merged = profile_from_mapping({**self.model_dump(), "engine_params": dict(engine_params)},
+                                      source=f"profile {self.name!r}")
+        merged.create_engine(0)
+        return merged
+
 
 class SearchEngineProfile(ProfileBase):
     """A compiled search engine. ``engine_params`` are the engine's settings: the built-in profile of the

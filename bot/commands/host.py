@@ -12,9 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import signal
-import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +31,7 @@ from bot.tables import print_table
 from bot.web.feed import GameFeed
 from bot.web.options import add_web_argument
 from bot.web.server import WebServer
-from bot.web.service import announce
+from bot.web.service import StopSignals, announce
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.rulesets import RULESETS
 from engine_ext.rules.tournament import MOVE_LIMIT, MOVE_TIME_AVERAGE, MOVE_TIME_MAX
@@ -124,43 +122,6 @@ def save_standings(path: Path, document: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     tmp.replace(path)
-
-
-class StopSignals:
-    """SIGTERM and SIGINT on the event loop: the first sets ``requested`` (the host winds down), the
-    second quits the process at once with 128 + the signal, as ``perspecto bot`` does."""
-
-    SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.requested = asyncio.Event()
-        self.signal: int | None = None
-        self._installed: list[int] = []
-
-    def install(self) -> None:
-        loop = asyncio.get_running_loop()
-        for signum in self.SIGNALS:
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
-                loop.add_signal_handler(signum, self._on_signal, signum)
-                self._installed.append(signum)
-
-    def remove(self) -> None:
-        loop = asyncio.get_running_loop()
-        for signum in self._installed:
-            loop.remove_signal_handler(signum)
-        self._installed.clear()
-
-    def _on_signal(self, signum: int) -> None:
-        name = signal.Signals(signum).name
-        if self.signal is None:
-            self.signal = signum
-            self.requested.set()
-            return
-        self.console.print(f"[red]{name} again: quitting now[/red]", highlight=False)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(128 + signum)
 
 
 def register(subparsers: Any) -> None:

@@ -38,7 +38,9 @@ from bot.web.options import add_web_argument
 from bot.web.server import WebServer
 from bot.web.service import LabWeb, announce, stay_up, stop_signals
 from engine_ext.engine.settings import usable_cores
-from engine_ext.lab.runner import LabError, Limits, Match, Rules, run_matches, setup_source
+from engine_ext.lab.cluster import ClusterLost, ClusterPool
+from engine_ext.lab.progress import ProgressLog, progress_path
+from engine_ext.lab.runner import GameOutcome, LabError, Limits, Match, Rules, run_matches, setup_source
 from engine_ext.lab.schedule import build_matches, pairings
 from engine_ext.lab.sprt import SprtSpec
 from engine_ext.rules.pieces import RANK_STYLES
@@ -51,7 +53,7 @@ from setups.notation import LEGEND as SETUP_LEGEND
 DEFAULT_SPRT_MAX_GAMES = 20000
 # The lab's options, which the whole-bot path (--via-host) does not have.
 _LAB_ONLY = ("gauntlet", "round_robin", "concurrency", "nodes", "depth", "move_time", "setups", "sprt",
-             "max_games", "param", "json")
+             "max_games", "param", "json", "cluster", "resume")
 
 
 def add_view_arguments(p: argparse.ArgumentParser) -> None:
@@ -110,6 +112,12 @@ def register(subparsers: Any) -> None:
                      help="an engine parameter for one side: SIDE is A, B or a profile name, VALUE in TOML "
                      "(e.g. A.home_guard=64, B.fear.own_fear_min=0.3); repeatable")
     lab.add_argument("--json", type=Path, metavar="FILE", help="write the results as JSON here")
+    lab.add_argument("--cluster", metavar="tcp://HOST:8786",
+                     help="play the games on the workers of this Dask scheduler (pip install 'perspecto[cluster]'; "
+                     "docs/lab.md, \"On a cluster\") instead of this machine's processes")
+    lab.add_argument("--resume", action="store_true", default=None,
+                     help="carry on a run that stopped (interrupted, its scheduler gone): the same command line "
+                     "with --resume plays only the games not in its saved progress (RECORDS/*.progress.jsonl)")
     p.add_argument("--via-host", action="store_true",
                    help="whole bots, each its own process, on a local host over TCP (or MQTT): "
                    "one pairing, colours alternating, the tournament's scoring")
@@ -239,17 +247,39 @@ def play_lab(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
     console = Console()
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    pool: ClusterPool | None = None
+    log: ProgressLog | None = None
     try:
         matches, concurrency = lab_matches(args, seed)
+        if args.resume and args.seed is None:
+            raise LabError("--resume carries on the run of one seed: give its --seed (the first run printed it)")
+        log = _progress_log(args, matches)
+        if args.resume and log is None:
+            raise LabError("--resume reads the progress saved beside the records (or the --json file): "
+                           "not with --no-records and no --json")
+        if args.cluster is not None:
+            if args.concurrency is not None:
+                raise LabError("--concurrency is this machine's: a cluster plays as many games as its workers' threads")
+            pool = ClusterPool(args.cluster, report=lambda line: console.print(f"[yellow]{line}[/yellow]",
+                                                                             highlight=False, soft_wrap=True))
+            pool.connect()
+            concurrency = pool.threads
+        saved = log.start(matches, resume=bool(args.resume)) if log is not None else []
     except (LabError, ProfileError, ValueError) as exc:
         console.print(f"[red]{exc}[/red]", highlight=False)
+        if pool is not None:
+            pool.close()
         return 2
     first = matches[0]
+    where = f"{concurrency} worker{'' if concurrency == 1 else 's'}"
+    if pool is not None:
+        where = f"{concurrency} worker thread{'' if concurrency == 1 else 's'} on the cluster at {args.cluster}"
     console.print(
         f"{len(matches)} pairing{'' if len(matches) == 1 else 's'}, up to {2 * first.pairs} games each, "
         f"{first.limits.describe()}, draw at {first.rules.move_limit} plies, setups: {first.source.description}, "
-        f"seed {seed} (--seed {seed} plays the same games), {concurrency} worker{'' if concurrency == 1 else 's'}"
-        + (f"; params: {', '.join(args.param)}" if args.param else ""),
+        f"seed {seed} (--seed {seed} plays the same games), {where}"
+        + (f"; params: {', '.join(args.param)}" if args.param else "")
+        + (f"; resumed with {len(saved)} saved games" if args.resume else ""),
         highlight=False, soft_wrap=True,
     )
     web: LabWeb | None = None
@@ -262,20 +292,36 @@ def play_lab(args: argparse.Namespace) -> int:
             announce(console, web.start())
         except OSError as exc:
             console.print(f"[red]cannot serve the web view on {args.web}: {exc}[/red]", highlight=False)
+            if log is not None:
+                log.close()
+            if pool is not None:
+                pool.close()
             return 1
     started = time.monotonic()
-    interrupted = False
+    interrupted = lost = False
     try:
         with LabProgress(console, matches) as progress:
-            run_matches(matches, concurrency=concurrency, on_game=progress.update)
+
+            def on_game(match: Match, outcome: GameOutcome) -> None:
+                if log is not None:
+                    log.save(outcome)  # first: a run that dies now has this game
+                progress.update(match, outcome)
+
+            run_matches(matches, concurrency=concurrency, on_game=on_game, pool=pool, saved=saved)
     except KeyboardInterrupt:
         interrupted = True
-        console.print("[yellow]interrupted: the results so far[/yellow]")
+        console.print("[yellow]interrupted: the results so far[/yellow]" + _resume_hint(log, seed))
+    except ClusterLost as exc:
+        interrupted = lost = True
+        console.print(f"[yellow]{exc}: the results so far[/yellow]" + _resume_hint(log, seed), highlight=False)
     except LabError as exc:
-        console.print(f"[red]{exc}[/red]", highlight=False)
+        console.print(f"[red]{exc}[/red]" + _resume_hint(log, seed), highlight=False)
         if web is not None:
             web.stop()
         return 2
+    finally:
+        if log is not None:
+            log.close()
     seconds = time.monotonic() - started
     print_table(console, result_table(matches))
     for line in footer(matches, seconds, concurrency):
@@ -289,14 +335,30 @@ def play_lab(args: argparse.Namespace) -> int:
                     "nodes": first.limits.nodes, "depth": first.limits.depth, "move_time": first.limits.move_time,
                     "move_limit": first.rules.move_limit, "ruleset": first.rules.ruleset,
                     "setups": first.source.description, "params": args.param or [], "sprt": args.sprt,
-                    "interrupted": interrupted}
+                    "cluster": args.cluster, "interrupted": interrupted}
         summary = json_numbers(json_summary(matches, settings, seconds))
         args.json.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     if web is not None:
         if not interrupted:
             web.wait_for_stop(console)
         web.stop()
-    return 130 if interrupted else 0
+    return 1 if lost else 130 if interrupted else 0
+
+
+def _progress_log(args: argparse.Namespace, matches: list[Match]) -> ProgressLog | None:
+    """The run's saved progress: beside the records, or beside the --json file with --no-records."""
+    if not args.no_records:
+        return ProgressLog(progress_path(Path(args.records), matches))
+    if args.json is not None:
+        return ProgressLog(progress_path(args.json.parent, matches))
+    return None
+
+
+def _resume_hint(log: ProgressLog | None, seed: int) -> str:
+    if log is None:
+        return ""
+    return (f" (the finished games are saved in {log.path}: the same command with --seed {seed} --resume "
+            "carries on)")
 
 
 def main(args: argparse.Namespace) -> int:

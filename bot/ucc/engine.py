@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.daemon.engine_interface import EngineConfigError, SearchBudget
 from bot.ucc.opponent import UccOpponent, UccOpponentError, UccSurrender
+from engine_ext.engine.interface import EngineConfigError, SearchBudget
 from engine_ext.rules.game import Game, Move
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.rulesets import Ruleset, Square
@@ -37,6 +37,8 @@ from protocol.validation import validation_text
 log = structlog.get_logger()
 T = TypeVar("T")
 
+# Where a machine keeps its UCC programs when they are not at the paths the profiles name (a lab worker).
+UCC_DIR_ENV = "PERSPECTO_UCC_DIR"
 # Kept back from the client's hard deadline for the echo and the thread hand-over.
 _DEADLINE_MARGIN = 0.1
 
@@ -60,17 +62,24 @@ class UccEngineParams(BaseModel):
     def argv(self) -> list[str]:
         """The command split like a shell, ``$NAME`` / ``${NAME}`` replaced by the environment's values;
         ``perspecto`` as the program means this installation's own (so ``perspecto ucc --profile minimax``
-        works whether or not the venv is on PATH). A variable that is not set, or a program given by a path
-        that is not an executable file, is a ``UccCommandError`` that says so (the shipped ``ucc-*``
+        works whether or not the venv is on PATH). A program path that is not on this machine is looked up by
+        its file name in ``$PERSPECTO_UCC_DIR`` if set: the setting of a lab cluster's worker whose programs
+        live elsewhere than the client's (docs/lab.md). A variable that is not set, or a program given by a
+        path that is not an executable file, is a ``UccCommandError`` that says so (the shipped ``ucc-*``
         profiles find the 2012 programs through ``$PERSPECTO_UCC2012``)."""
         missing = [name for name in _VARIABLE.findall(self.command) if not os.environ.get(name.strip("{}"))]
-        if missing:
+        folder = os.environ.get(UCC_DIR_ENV)
+        if missing and not folder:
             names = ", ".join(sorted({"$" + name.strip("{}") for name in missing}))
             hint = UCC2012_HINT if "PERSPECTO_UCC2012" in names else ""
             raise UccCommandError(f"the command {self.command!r} needs {names}, which is not set{hint}")
         argv = shlex.split(os.path.expandvars(self.command))
         if argv and argv[0] == "perspecto":
             return [sys.executable, "-m", "bot.cli", *argv[1:]]
+        if argv and folder and os.sep in argv[0] and not Path(argv[0]).exists():
+            here = Path(folder) / Path(argv[0]).name
+            if here.exists():
+                argv[0] = str(here)
         if argv and os.sep in argv[0]:
             program = Path(argv[0]) if self.cwd is None or Path(argv[0]).is_absolute() else self.cwd / argv[0]
             if not (program.is_file() and os.access(program, os.X_OK)):

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -24,8 +25,42 @@ from bot.web.feed import GameFeed, RecordsFolder
 from bot.web.server import WebServer
 from engine_ext.rules.record import GameRecord
 
-if TYPE_CHECKING:
-    from bot.commands.host import StopSignals
+
+class StopSignals:
+    """SIGTERM and SIGINT on the event loop: the first sets ``requested`` (the host winds down), the
+    second quits the process at once with 128 + the signal, as ``perspecto bot`` does."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.requested = asyncio.Event()
+        self.signal: int | None = None
+        self._installed: list[int] = []
+
+    def install(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in self.SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                loop.add_signal_handler(signum, self._on_signal, signum)
+                self._installed.append(signum)
+
+    def remove(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in self._installed:
+            loop.remove_signal_handler(signum)
+        self._installed.clear()
+
+    def _on_signal(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        if self.signal is None:
+            self.signal = signum
+            self.requested.set()
+            return
+        self.console.print(f"[red]{name} again: quitting now[/red]", highlight=False)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(128 + signum)
 
 
 def announce(console: Console, url: str) -> None:
@@ -35,8 +70,6 @@ def announce(console: Console, url: str) -> None:
 @contextlib.contextmanager
 def stop_signals(console: Console) -> Iterator[StopSignals]:
     """SIGINT and SIGTERM set ``requested`` (a second one quits at once), from now until the block ends."""
-    from bot.commands.host import StopSignals  # here, not above: bot.commands.host imports this module
-
     signals = StopSignals(console)
     signals.install()
     try:

@@ -16,7 +16,9 @@ Limits: a node budget a move (``Limits.nodes``, the same game on any machine), a
 engine's ``max_depth``) and a move time. Search engines play with one thread (one worker a core).
 
 Profiles come from the bot's configuration (bot/config.py, bot/profiles.py), so any profile plays,
-including a UCC 2012 program (``engine = "ucc"``), which chooses its own setup in place of the pair's.
+including a UCC 2012 program (``engine = "ucc"``), which chooses its own setup in place of the pair's. The
+lab sits below the bot: it asks a profile only for what ``LabProfile`` names, and the commands hand it the
+bot's profiles (bot/commands/match.py).
 """
 
 from __future__ import annotations
@@ -31,18 +33,17 @@ import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
 
-from bot.config import BotProfile, ProfileError, profile_from_mapping
-from bot.daemon.engine_interface import MoveEngine, ProgramEngine, SearchBudget
 from engine_ext.engine.facade import Engine, EngineMove
+from engine_ext.engine.interface import MoveEngine, ProgramEngine, SearchBudget
 from engine_ext.engine.settings import deep_merge
-from engine_ext.engine.timeman import TimeLimits, TimeManager
+from engine_ext.engine.timeman import ProfileTimes, TimeLimits, TimeManager
 from engine_ext.lab.sprt import EMPTY_CLASS_WEIGHT, SprtSpec, llr_pentanomial, sprt_verdict
 from engine_ext.lab.stats import EloEstimate, Pentanomial, Trinomial, elo_from_pentanomial, elo_from_trinomial
 from engine_ext.research.selfplay import RefereedGame
@@ -130,12 +131,34 @@ class Rules:
                 "nodes": limits.nodes, "depth": limits.depth, "move_time": limits.move_time}
 
 
+class LabProfile(ProfileTimes, Protocol):
+    """What the lab asks of a profile (bot/config.py's profiles are ones; injected, so the lab does not
+    reach up into the bot): its engine, made fresh for each game, and its engine parameters."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def engine(self) -> str: ...
+
+    def create_engine(self, seed: int | None = None) -> MoveEngine: ...
+
+    def engine_param_values(self) -> dict[str, Any]: ...
+
+    def engine_params_set(self) -> dict[str, Any]: ...
+
+    def with_engine_params(self, engine_params: Mapping[str, Any]) -> LabProfile:
+        """The profile with these parameters in place of its own, checked by the engine; a ``ValueError``
+        naming a bad one."""
+        ...
+
+
 @dataclass(frozen=True)
 class Player:
     """One side of a match: a name unique within it and the profile it plays (parameters merged in)."""
 
     name: str
-    profile: BotProfile
+    profile: LabProfile
 
     @property
     def engine(self) -> str:
@@ -166,7 +189,7 @@ def _nested(path: list[str], value: Any) -> dict[str, Any]:
     return out
 
 
-def make_player(name: str, profile: BotProfile, *, label: str = "", params: Iterable[str] = (),
+def make_player(name: str, profile: LabProfile, *, label: str = "", params: Iterable[str] = (),
                 depth: int | None = None) -> Player:
     """The profile as the lab plays it: one search thread, ``depth`` as its ``max_depth``, and every
     ``--param`` aimed at this side (by ``label`` "A"/"B" or by the profile's name) laid over its
@@ -182,10 +205,8 @@ def make_player(name: str, profile: BotProfile, *, label: str = "", params: Iter
         if side.upper() == label.upper() or side == profile.name:
             engine_params = deep_merge(engine_params, _nested(path, value))
     try:
-        merged = profile_from_mapping({**profile.model_dump(), "engine_params": engine_params},
-                                      source=f"profile {profile.name!r}")
-        merged.create_engine(0)  # the engine's own validation: a misspelt parameter fails here
-    except ProfileError as exc:
+        merged = profile.with_engine_params(engine_params)  # the engine's own validation: a misspelt one fails
+    except ValueError as exc:
         raise LabError(str(exc)) from None
     return Player(name, merged)
 
@@ -420,8 +441,20 @@ def _program_setup(side: _Side, colour: Side, opponent: str, ruleset: Ruleset) -
 
 
 def play_game(job: GameJob) -> GameOutcome:
-    """Play one game to the end and save its record; an engine that fails or plays an illegal move
-    forfeits (the game is scored, the match goes on)."""
+    """Play one game to the end and save its record (in ``job.records``, if any); an engine that fails or
+    plays an illegal move forfeits (the game is scored, the match goes on)."""
+    outcome, record = play_game_with_record(job)
+    if job.records is None:
+        return outcome
+    job.records.mkdir(parents=True, exist_ok=True)
+    path = job.records / f"{job.record_name}.json"
+    record.save(path)
+    return replace(outcome, record_path=path)
+
+
+def play_game_with_record(job: GameJob) -> tuple[GameOutcome, GameRecord]:
+    """Play one game to the end and return its record rather than save it (a cluster's worker sends it
+    back: the records are written where the match runs, not on the worker's disk)."""
     started = time.monotonic()
     rules = job.rules
     options = rules.options()
@@ -483,17 +516,11 @@ def play_game(job: GameJob) -> GameOutcome:
         "pair": job.pair, "nodes": {"red": sides[Side.RED].nodes, "blue": sides[Side.BLUE].nodes},
         **({"detail": detail} if detail else {}),
     }
-    path = None
-    if job.records is not None:
-        job.records.mkdir(parents=True, exist_ok=True)
-        path = job.records / f"{job.record_name}.json"
-        record.save(path)
     return GameOutcome(
         match=job.match, index=job.index, pair=job.pair, a_side=job.a_side, winner=winner, reason=reason,
         plies=plies, forfeit=forfeit.side if forfeit is not None else None, detail=detail,
         seconds=time.monotonic() - started, nodes=(sides[Side.RED].nodes, sides[Side.BLUE].nodes),
-        record_path=path,
-    )
+    ), record
 
 
 def _finish_programs(sides: Mapping[Side, _Side], game: RefereedGame | None, winner: Side | None,
@@ -559,6 +586,8 @@ class Match:
             seeds = _pair_rng(self.seed, pair, "engines")
             red_seed, blue_seed = seeds.randrange(2**31), seeds.randrange(2**31)
             for k, a_side in enumerate((Side.RED, Side.BLUE)):
+                if 2 * pair + k in self.outcomes:  # finished in an earlier run (--resume)
+                    continue
                 yield GameJob(
                     match=self.label, index=2 * pair + k, pair=pair, a=self.a, b=self.b, a_side=a_side,
                     red_setup=red_setup.key, blue_setup=blue_setup.key, red_seed=red_seed,
@@ -566,10 +595,18 @@ class Match:
                     seed=self.seed,
                 )
 
-    def add(self, outcome: GameOutcome) -> None:
+    def add(self, outcome: GameOutcome) -> bool:
         """Take a finished game; complete pairs are consumed in order of index and the SPRT, if any, is
-        checked after each, so the verdict does not depend on the order the workers finish in."""
+        checked after each, so the verdict does not depend on the order the workers finish in. A game
+        already taken (a cluster may finish one twice when a worker is lost just after it) is not counted
+        again: ``False``."""
+        if outcome.index in self.outcomes:
+            return False
         self.outcomes[outcome.index] = outcome  # kept even after a verdict: ``unconsumed`` lists it
+        self._consume()
+        return True
+
+    def _consume(self) -> None:
         while not self.done:
             first = self.outcomes.get(2 * self.consumed_pairs)
             second = self.outcomes.get(2 * self.consumed_pairs + 1)
@@ -663,6 +700,18 @@ def sprt_line(match: Match) -> str | None:
 ProgressHook = Callable[[Match, GameOutcome], None]
 
 
+class GamePool(Protocol):
+    """Somewhere else to play the games than this machine's process pool (engine_ext/lab/cluster.py):
+    it plays ``jobs`` in order, hands each outcome (its record saved) to ``finished`` and skips or cancels
+    queued games of a match for which ``is_done`` is true."""
+
+    @property
+    def threads(self) -> int: ...
+
+    def run(self, jobs: Iterator[GameJob], finished: Callable[[GameOutcome], None],
+            is_done: Callable[[str], bool]) -> None: ...
+
+
 def _check_limits(matches: Sequence[Match]) -> None:
     for match in matches:
         if match.limits.nodes is not None and not _accepts_node_budget():
@@ -670,18 +719,24 @@ def _check_limits(matches: Sequence[Match]) -> None:
                            "use --depth or --move-time")
 
 
-def run_matches(matches: Sequence[Match], *, concurrency: int = 1, on_game: ProgressHook | None = None) -> None:
-    """Play the matches' games, ``concurrency`` at a time (worker processes; 1: in this process), in
-    order, keeping a few jobs ahead so every worker stays busy. Each finished game goes to its match
-    (``Match.add``) and then to ``on_game``. Games of a match that has decided are not started; records
-    of games played beyond its verdict are deleted, so the record folder holds exactly the games
-    counted."""
+def run_matches(matches: Sequence[Match], *, concurrency: int = 1, on_game: ProgressHook | None = None,
+                pool: GamePool | None = None, saved: Iterable[GameOutcome] = ()) -> None:
+    """Play the matches' games, ``concurrency`` at a time (worker processes; 1: in this process) or on
+    ``pool`` (a cluster), in order, keeping a few jobs ahead so every worker stays busy. Each finished
+    game goes to its match (``Match.add``) and then, unless the match had it already, to ``on_game``.
+    ``saved`` are games finished in an earlier run (--resume): taken first and not played again. Games of
+    a match that has decided are not started; records of games played beyond its verdict are deleted, so
+    the record folder holds exactly the games counted."""
     if concurrency < 1:
         raise LabError(f"--concurrency must be at least 1, not {concurrency}")
     _check_limits(matches)
     by_label = {m.label: m for m in matches}
     if len(by_label) != len(matches):
         raise LabError("two matches of the same pairing in one run: give each pairing once")
+    for outcome in saved:
+        if outcome.match not in by_label:
+            raise LabError(f"a saved game of {outcome.match!r}, which is not a pairing of this run")
+        by_label[outcome.match].add(outcome)
 
     def jobs() -> Iterator[GameJob]:
         for match in matches:
@@ -690,13 +745,15 @@ def run_matches(matches: Sequence[Match], *, concurrency: int = 1, on_game: Prog
 
     def finished(outcome: GameOutcome) -> None:
         match = by_label[outcome.match]
-        match.add(outcome)
+        new = match.add(outcome)
         match.seconds = time.monotonic() - match.started
-        if on_game is not None:
+        if new and on_game is not None:
             on_game(match, outcome)
 
     try:
-        if concurrency == 1:
+        if pool is not None:
+            pool.run(jobs(), finished, lambda label: by_label[label].done)
+        elif concurrency == 1:
             for job in jobs():
                 finished(play_game(job))
         else:

@@ -10,8 +10,17 @@ import itertools
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from bot.config import BotProfile
-from engine_ext.lab.runner import LabError, Limits, Match, Rules, SetupSource, make_player, parse_param, player_names
+from engine_ext.lab.runner import (
+    LabError,
+    LabProfile,
+    Limits,
+    Match,
+    Rules,
+    SetupSource,
+    make_player,
+    parse_param,
+    player_names,
+)
 from engine_ext.lab.sprt import SprtSpec
 
 
@@ -39,7 +48,7 @@ def pairings(a: str | None = None, b: str | None = None, *, gauntlet: Sequence[s
 
 def build_matches(
     plan: Iterable[tuple[str, str]],
-    profile: Callable[[str], BotProfile],
+    profile: Callable[[str], LabProfile],
     *,
     pairs: int,
     source: SetupSource,
