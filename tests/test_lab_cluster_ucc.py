@@ -7,25 +7,45 @@ from pathlib import Path
 
 import pytest
 
-from bot.ucc.engine import UCC_DIR_ENV, UccEngineParams
+from bot.ucc.engine import UCC_DIR_ENV, UccCommandError, UccEngineParams
+
+
+def program(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
 
 
 def test_a_program_missing_at_its_path_is_taken_from_the_workers_folder(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "vixen").write_text("#!/bin/sh\n")
+    program(tmp_path / "vixen")
     params = UccEngineParams(command="/opt/nowhere/ucc2012/bin/vixen --fast")
     monkeypatch.delenv(UCC_DIR_ENV, raising=False)
-    assert params.argv() == ["/opt/nowhere/ucc2012/bin/vixen", "--fast"]  # no setting: as named
+    with pytest.raises(UccCommandError, match="not an executable file"):  # no setting: the path as named
+        params.argv()
     monkeypatch.setenv(UCC_DIR_ENV, str(tmp_path))
     assert params.argv() == [str(tmp_path / "vixen"), "--fast"]
 
 
-def test_a_program_at_its_path_or_missing_from_the_folder_too_is_left_as_named(
+def test_the_workers_folder_stands_in_for_an_unset_programs_variable(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that has the programs but not the client's $PERSPECTO_UCC2012 plays the shipped ucc-* profiles."""
+    program(tmp_path / "celsius")
+    monkeypatch.delenv("PERSPECTO_UCC2012", raising=False)
+    params = UccEngineParams(command="${PERSPECTO_UCC2012}/celsius")
+    monkeypatch.delenv(UCC_DIR_ENV, raising=False)
+    with pytest.raises(UccCommandError, match="PERSPECTO_UCC2012"):
+        params.argv()
+    monkeypatch.setenv(UCC_DIR_ENV, str(tmp_path))
+    assert params.argv() == [str(tmp_path / "celsius")]
+
+
+def test_a_program_at_its_path_is_kept_and_one_missing_from_the_folder_too_is_an_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    here = tmp_path / "here" / "ramen"
-    here.parent.mkdir()
-    here.write_text("#!/bin/sh\n")
-    (tmp_path / "ramen").write_text("#!/bin/sh\n")
+    here = program(tmp_path / "here" / "ramen")
+    program(tmp_path / "ramen")
     monkeypatch.setenv(UCC_DIR_ENV, str(tmp_path))
     assert UccEngineParams(command=f"{here} -x").argv() == [str(here), "-x"]
-    assert UccEngineParams(command="/opt/nowhere/celsius").argv() == ["/opt/nowhere/celsius"]
+    with pytest.raises(UccCommandError, match="/opt/nowhere/celsius"):
+        UccEngineParams(command="/opt/nowhere/celsius").argv()
