@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,6 @@ import numpy.typing as npt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy.optimize import brentq
 
 from engine_ext.lab.sprt import (
     ALIKE_SAMPLES_FOR_VERDICT,
@@ -125,6 +125,17 @@ def test_first_games_won_do_not_end_the_test() -> None:
     assert math.isfinite(llr_trinomial(Trinomial(0, 7, 0), SprtSpec(-10, 0)))  # m = s1 with v = 0
 
 
+def bisect_root(f: Callable[[float], float], low: float, high: float) -> float:
+    """The root of a function that falls from positive at ``low`` to negative at ``high``, by bisection
+    to the last bit (a reference check wants it plain and certain, not fast)."""
+    assert f(low) > 0 > f(high)
+    while True:
+        mid = (low + high) / 2
+        if mid in (low, high):
+            return mid
+        low, high = (mid, high) if f(mid) > 0 else (low, mid)
+
+
 def _exact_gsprt_llr(counts: npt.ArrayLike, values: npt.ArrayLike, s0: float, s1: float) -> float:
     """The exact generalized LLR: the log-likelihood of the sample under the multinomial of mean s1 nearest
     to it (maximum likelihood) minus the same for s0. Maximising sum n_i ln q_i under sum q_i = 1 and
@@ -137,7 +148,7 @@ def _exact_gsprt_llr(counts: npt.ArrayLike, values: npt.ArrayLike, s0: float, s1
 
     def log_ratio_to_mle(s: float) -> npt.NDArray[np.float64]:
         a = x - s
-        lam = brentq(lambda t: float(np.sum(p * a / (1 + t * a))), -1 / a.max() + 1e-12, -1 / a.min() - 1e-12)
+        lam = bisect_root(lambda t: float(np.sum(p * a / (1 + t * a))), -1 / a.max() + 1e-12, -1 / a.min() - 1e-12)
         return np.asarray(np.log1p(lam * a))  # ln(p_i / q_i)
 
     return float(n.sum() * np.sum(p * (log_ratio_to_mle(s0) - log_ratio_to_mle(s1))))
