@@ -5,7 +5,8 @@ import os
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-# The C compiles run side by side, one a core (they are most of a fresh install's time).
+# Cython's translations and the C compiles run side by side, one a core (they are most of a fresh
+# install's time).
 JOBS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 EXTENSIONS = [
@@ -23,6 +24,7 @@ setup(
         EXTENSIONS,
         compiler_directives={"language_level": "3", "embedsignature": True},
         annotate=False,
+        nthreads=JOBS,
     ),
     options={"build_ext": {"parallel": JOBS}},
 )

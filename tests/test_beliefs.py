@@ -419,6 +419,7 @@ def test_an_opponent_that_always_hides_its_flag_in_the_left_corner_is_found_out_
 # --- measurement ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # scores 6,759 held-out setups and the pair statistics: a measurement
 def test_the_prior_beats_the_uniform_pool_on_held_out_human_setups() -> None:
     report = prior_report(CLASSIC, gravon_path("classic"), pair_sample=150)  # the collection the project ships
     assert report.setups == 6759
