@@ -52,6 +52,7 @@ ENV_NOT_SETTINGS = frozenset({
     "PERSPECTO_MQTT_PASSWORD",     # bot/commands/bot.py, bot/host/match.py: the broker password of --mqtt URLs
     "PERSPECTO_LOG_JSON",          # bot/logging_setup.py: JSON logs even on a terminal
     "PERSPECTO_VENV",              # scripts/bootstrap: where the venv goes
+    "PERSPECTO_EXTRAS",            # scripts/bootstrap: the optional dependencies to install (dev, browser, plot)
     "PERSPECTO_BUILDAH_ROOT",      # scripts/build-image: buildah's storage root
     "PERSPECTO_GAME_CMD",          # scripts/build-image: the image self-check's game command
     "PERSPECTO_SKIP_IMAGE_BUILD",  # tests/test_dockerfile.py: do not build the image

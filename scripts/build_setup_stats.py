@@ -1,8 +1,9 @@
 """Boil the Gravon setup collections down to the compact statistics files the package ships.
 
 Usage: python scripts/build_setup_stats.py [--data DIR] [--out DIR]
-Reads gravon-setups-classic.txt and gravon-setups-barrage.txt from ``--data`` (default: the shared
-data directory next to the repository) and writes classic-stats.json and barrage-stats.json into
+Reads gravon-setups-classic.txt and gravon-setups-barrage.txt (plain, or compressed as .txt.xz / .txt.gz)
+from ``--data`` (default: setups/data, where the project ships them as .txt.xz; setups/data/README.md says
+where they come from) and writes classic-stats.json, classic-pairs.json and barrage-stats.json into
 ``--out`` (default: setups/data). Run it again whenever the data files change.
 """
 
@@ -27,6 +28,14 @@ from setups.stats import (  # noqa: E402
 SOURCES = {CLASSIC: "gravon-setups-classic.txt", BARRAGE: "gravon-setups-barrage.txt"}
 
 
+def source_file(data_dir: Path, file_name: str) -> Path:
+    """The collection in ``data_dir``: plain text if it is there, else its compressed form."""
+    for candidate in (file_name, f"{file_name}.xz", f"{file_name}.gz"):
+        if (data_dir / candidate).is_file():
+            return data_dir / candidate
+    raise SystemExit(f"build_setup_stats: no {file_name}[.xz|.gz] in {data_dir}")
+
+
 def to_json(value: object, indent: int = 0) -> str:
     """JSON with one line a list of numbers: small, yet a change shows up as a readable diff."""
     pad = "  " * (indent + 1)
@@ -43,7 +52,7 @@ def build(data_dir: Path, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for ruleset, file_name in SOURCES.items():
-        lines, skipped = read_gravon_lines(data_dir / file_name, ruleset)
+        lines, skipped = read_gravon_lines(source_file(data_dir, file_name), ruleset)
         stats = compute_stats(lines, ruleset, source=file_name, skipped=skipped)
         # The belief model's prior (engine_ext/beliefs/prior.py) counts only the training part.
         stats["training"] = compute_training_counts(lines, ruleset)
@@ -62,7 +71,7 @@ def build(data_dir: Path, out_dir: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=REPO / "setups" / "data")
     parser.add_argument("--out", type=Path, default=REPO / "setups" / "data")
     args = parser.parse_args(argv)
     build(args.data, args.out)

@@ -1,7 +1,9 @@
 """What people's setups look like: per-square rank frequencies, how the flag is guarded, and a score.
 
-The numbers come from the Gravon setup collections (``/work/shared/data``), boiled down by
-``scripts/build_setup_stats.py`` into the compact JSON files in ``setups/data/``; only those ship.
+The numbers come from the Gravon setup collections, shipped xz-compressed in ``setups/data/`` (where they
+come from: ``setups/data/README.md``), boiled down by ``scripts/build_setup_stats.py`` into the compact
+JSON files beside them that the engine loads. The collections themselves are read only to rebuild those
+files and for the belief model's held-out score (``perspecto beliefs calibrate``).
 
 Score of a setup (``SetupStats.score``): each piece is looked up in the per-square marginals
 ``p(rank | square)`` (counts plus a small prior so unseen pairs stay finite), and compared with
@@ -14,8 +16,10 @@ typical human setup, and ``human_percentile`` says how many human setups score l
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import lzma
 import math
 from bisect import bisect_right
 from collections import Counter
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from engine_ext.rules.pieces import Rank
 from engine_ext.rules.rulesets import Ruleset, get_ruleset
@@ -59,21 +63,50 @@ def key_rank(key: str) -> Rank | None:
     return None if key == EMPTY_LABEL else Rank[key.upper()]
 
 
+# The shipped Gravon setup collections, by ruleset name (setups/data/README.md says where they come from).
+GRAVON_FILES = {"classic": "gravon-setups-classic.txt.xz", "barrage": "gravon-setups-barrage.txt.xz"}
+
+
+def gravon_path(ruleset_name: str) -> Path:
+    """The shipped Gravon setup collection of a ruleset (``classic`` or ``barrage``), xz-compressed."""
+    if ruleset_name not in GRAVON_FILES:
+        raise ValueError(f"no Gravon setup collection for the {ruleset_name} ruleset "
+                         f"(there are: {', '.join(GRAVON_FILES)})")
+    return Path(str(resources.files("setups") / "data" / GRAVON_FILES[ruleset_name]))
+
+
+def open_text(path: Path) -> TextIO:
+    """A text file for reading, plain or compressed (``.xz``, ``.gz``: the stdlib reads both)."""
+    if path.suffix == ".xz":
+        return lzma.open(path, "rt", encoding="utf-8")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def read_text(path: Path) -> str:
+    """The whole text of a plain or compressed file; a damaged compressed file is a ValueError naming it."""
+    try:
+        with open_text(path) as handle:
+            return handle.read()
+    except (lzma.LZMAError, EOFError) as exc:  # a damaged or cut .xz/.gz (gzip's own errors are OSErrors)
+        raise ValueError(f"{path}: not a readable compressed file: {exc}") from None
+
+
 def read_gravon_lines(path: Path, ruleset: Ruleset) -> tuple[list[str], int]:
-    """The setup lines of a Gravon data file, and how many non-comment lines were skipped as
-    malformed (the Barrage file ends with a stray ``]``)."""
+    """The setup lines of a Gravon data file (plain, ``.xz`` or ``.gz``), and how many non-comment lines
+    were skipped as malformed (the Barrage file ends with a stray ``]``)."""
     size = ruleset.width * ruleset.setup_rows
     good: list[str] = []
     skipped = 0
-    with path.open(encoding="utf-8") as handle:
-        for raw in handle:
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            if len(line) == size and all("A" <= ch <= "M" for ch in line):
-                good.append(line)
-            else:
-                skipped += 1
+    for raw in read_text(path).splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if len(line) == size and all("A" <= ch <= "M" for ch in line):
+            good.append(line)
+        else:
+            skipped += 1
     return good, skipped
 
 

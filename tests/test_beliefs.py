@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,8 +33,8 @@ from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
 from engine_ext.rules.rulesets import BARRAGE, CLASSIC, MINI, Ruleset, Square
 from setups import generate_setup
 from setups.notation import Setup
+from setups.stats import gravon_path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # the source data beside the clone
 TOL = 1e-6
 FLAG, BOMB = int(Rank.FLAG), int(Rank.BOMB)
 
@@ -333,6 +334,16 @@ def test_the_fit_and_calibrate_commands_run_end_to_end(tmp_path: Path, capsys: p
     assert main(["beliefs", "fit", str(tmp_path / "missing")]) == 1
 
 
+def test_calibrate_scores_the_prior_on_the_shipped_setups_by_default(tmp_path: Path) -> None:
+    from bot.commands.beliefs import _classic_setups
+
+    assert _classic_setups(None) == gravon_path("classic")  # nothing beside the clone is needed
+    assert _classic_setups(gravon_path("classic").parent) == gravon_path("classic")  # a folder holding the .xz
+    (tmp_path / "gravon-setups-classic.txt").write_text("")
+    assert _classic_setups(tmp_path) == tmp_path / "gravon-setups-classic.txt"  # plain text first
+    assert _classic_setups(tmp_path / "mine.txt.gz") == tmp_path / "mine.txt.gz"  # a file as it is
+
+
 # --- the prior and across games --------------------------------------------------------------------------
 
 
@@ -408,9 +419,9 @@ def test_an_opponent_that_always_hides_its_flag_in_the_left_corner_is_found_out_
 # --- measurement ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not (DATA / "gravon-setups-classic.txt").is_file(), reason="shared Gravon data not present")
+@pytest.mark.slow  # scores 6,759 held-out setups and the pair statistics: a measurement
 def test_the_prior_beats_the_uniform_pool_on_held_out_human_setups() -> None:
-    report = prior_report(CLASSIC, DATA / "gravon-setups-classic.txt", pair_sample=150)
+    report = prior_report(CLASSIC, gravon_path("classic"), pair_sample=150)  # the collection the project ships
     assert report.setups == 6759
     assert report.marginals < report.pool - 0.15  # 2.096 vs 2.270 nats a piece when measured
     assert report.balanced <= report.marginals + 1e-3
@@ -450,6 +461,16 @@ def test_the_reliability_plot_is_a_png(tmp_path: Path) -> None:
     out = tmp_path / "img" / "rel.png"
     assert plot_reliability(report, out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_says_how_to_get_it_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed (the plot is an optional extra)
+    assert main(["beliefs", "calibrate", "--records", str(tmp_path), "--plot", str(tmp_path / "rel.png")]) == 2
+    err = capsys.readouterr().err
+    assert "--plot needs matplotlib" in err and "perspecto[plot]" in err
+    assert not (tmp_path / "rel.png").exists()
 
 
 def test_the_show_command_prints_each_hidden_piece_with_its_likeliest_ranks(

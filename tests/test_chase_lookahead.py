@@ -230,6 +230,7 @@ SWEEP_VERDICTS_AGREE = 969  # measured: 969 of the 1000 verdicts (docs/two-squar
 SWEEP_COUNTS_AGREE = 486    # measured: 486 of the 498 captures both call have the oracle's count
 
 
+@pytest.mark.slow  # a thousand exact oracle solves: a measurement, in the slow suite
 def test_seeded_sweep_agreement_with_the_oracle() -> None:
     verdicts = counts = both_capture = 0
     for seed in range(SWEEP_POSITIONS):

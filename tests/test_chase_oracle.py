@@ -4,7 +4,7 @@ Three kinds of proof:
 - the oracle against the project's own rules: its forcing lines are played through
   ``engine_ext.rules.game.Game`` (two-squares rule on, more-squares off) against every defender reply, and
   its escapes are walked against every attacker move, on the seed's positions and on random ones;
-- the examples of the seed (/work/shared/seeds/two-squares-rule-capture-model.txt) whose positions
+- the examples of the seed (issue 24's two-squares rule capture model, docs/two-squares.md) whose positions
   the prose makes reconstructable, each with the seed's verdict (and its move counts, where it
   gives them);
 - the seed's chapter 6 rule (count the sideways moves) over every pair of counts.

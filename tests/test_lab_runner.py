@@ -32,9 +32,10 @@ from engine_ext.rules.record import GameRecord
 from engine_ext.rules.replay import replay_positions
 from engine_ext.rules.rulesets import CLASSIC
 from setups.notation import Notation, parse_setup
+from setups.stats import gravon_path, read_text
 
-# The Gravon data of the project's source material, beside the checkout (as CI lays it out).
-GRAVON = Path(__file__).resolve().parents[2] / "shared" / "data" / "gravon-setups-classic.txt"
+# The Gravon setups people played, as the project ships them (xz-compressed).
+GRAVON = gravon_path("classic")
 
 
 def random_match(records: Path | None, *, pairs: int = 2, seed: int = 7, move_limit: int = 60,
@@ -194,7 +195,7 @@ def test_setup_sources_are_deterministic_per_seed_and_pair() -> None:
 
 
 def test_a_file_of_setups_reads_gravon_lines_and_names_a_bad_line(tmp_path: Path) -> None:
-    lines = [line for line in GRAVON.read_text().splitlines() if line and not line.startswith("#")][:3]
+    lines = [line for line in read_text(GRAVON).splitlines() if line and not line.startswith("#")][:3]
     path = tmp_path / "setups.txt"
     path.write_text("# three Gravon setups\n" + "\n".join(lines) + "\n")
     source = FileSetups.load(path, CLASSIC)
@@ -208,6 +209,17 @@ def test_a_file_of_setups_reads_gravon_lines_and_names_a_bad_line(tmp_path: Path
         FileSetups.load(path, CLASSIC)
     with pytest.raises(LabError, match="cannot read"):
         FileSetups.load(tmp_path / "missing.txt", CLASSIC)
+
+
+def test_the_shipped_gravon_collection_is_a_setup_file_as_it_is(tmp_path: Path) -> None:
+    # `--setups setups/data/gravon-setups-classic.txt.xz`: compressed, read as it ships.
+    source = FileSetups.load(GRAVON, CLASSIC)
+    assert len(source.lines) == 64_920 and source.lines[0][0] == 5  # four comment lines first
+    red, blue = source.pair(0, 1)
+    assert red != blue
+    (tmp_path / "cut.txt.xz").write_bytes(GRAVON.read_bytes()[:1000])
+    with pytest.raises(LabError, match=r"cannot read the setup file .*cut.txt.xz"):
+        FileSetups.load(tmp_path / "cut.txt.xz", CLASSIC)
 
 
 # --- players, parameters, schedules -----------------------------------------------------------------------

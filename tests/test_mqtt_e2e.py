@@ -142,6 +142,7 @@ async def test_a_full_game_over_mqtt(broker: Broker, bots: BotProcesses, tmp_pat
         assert closed["duplicates"] == 0 and closed["stale"] == 0
 
 
+@pytest.mark.slow  # a whole game with an outage in it, in real time: the slow suite (.ci/run runs it)
 async def test_the_broker_link_cut_and_restored_mid_game(
     broker: Broker, proxy: TcpProxy, bots: BotProcesses, tmp_path: Path
 ) -> None:
@@ -178,6 +179,7 @@ async def test_the_broker_link_cut_and_restored_mid_game(
         assert states[playing:playing + 3] == ["in_game", "disconnected", "in_game"]
 
 
+@pytest.mark.slow  # a whole game with an outage in it, in real time: the slow suite (.ci/run runs it)
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["broker-restart", "broker-killed"])
 async def test_the_broker_restarted_mid_game(
     how: signal.Signals, broker: Broker, bots: BotProcesses, tmp_path: Path
@@ -206,6 +208,7 @@ async def test_the_broker_restarted_mid_game(
         assert not bots.events(token, "bot.connection_lost")
 
 
+@pytest.mark.slow  # a whole game with an outage in it, in real time: the slow suite (.ci/run runs it)
 async def test_a_bot_killed_and_restarted_mid_game_resumes(
     broker: Broker, bots: BotProcesses, tmp_path: Path
 ) -> None:
@@ -239,6 +242,7 @@ async def test_a_bot_killed_and_restarted_mid_game_resumes(
     assert '"resumed"' in journal  # the new process went on writing the same journal
 
 
+@pytest.mark.slow  # a whole game with an outage in it, in real time: the slow suite (.ci/run runs it)
 async def test_a_bot_that_vanishes_forfeits_after_the_grace(broker: Broker, bots: BotProcesses, tmp_path: Path) -> None:
     """Killed and not restarted: out of reach (its last will), its stream ends after the link timeout, and
     the time out of reach counted against its resume grace, it forfeits about 2 s after it vanished."""

@@ -236,6 +236,7 @@ def chase_game(seed: int, plies: int = 120) -> int:
     return held_back
 
 
+@pytest.mark.slow  # a sweep of 300 games; test_chases_at_random checks the same in the default suite
 def test_chases_hold_back_exactly_the_moves_that_repeat_a_board() -> None:
     assert sum(chase_game(seed) for seed in range(300)) > 0  # the sweep does meet swaps
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import lzma
 import math
+import tomllib
 from collections import Counter
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +20,15 @@ from setups import Notation, SetupStats, compute_stats, generate_setup, load_sta
 from setups.stats import (
     compute_neighbour_pairs,
     compute_training_counts,
+    gravon_path,
     is_heldout,
     pairs_path,
     read_gravon_lines,
     stats_path,
 )
 
-# The shared data lies beside the clone (CI: <dir>/shared + <dir>/main); a worktree finds it at /work/shared.
-DATA = next((d for d in (Path(__file__).resolve().parents[2] / "shared" / "data", Path("/work/shared/data"))
-             if d.is_dir()), Path(__file__).resolve().parents[2] / "shared" / "data")
+# The collections' names in the statistics files: the plain text's, whatever the shipped file is compressed with.
 SOURCES = {CLASSIC: "gravon-setups-classic.txt", BARRAGE: "gravon-setups-barrage.txt"}
-
-needs_data = pytest.mark.skipif(not (DATA / SOURCES[CLASSIC]).is_file(), reason="shared Gravon data not present")
 
 
 def _shipped(name: str) -> dict[str, Any]:
@@ -42,6 +43,43 @@ def test_shipped_statistics_are_compact_and_inside_the_package(ruleset: Ruleset)
     assert path.stat().st_size < 32_000
     stats = load_stats(ruleset)
     assert stats is not None and stats.ruleset == ruleset
+
+
+@pytest.mark.parametrize("ruleset", [CLASSIC, BARRAGE])
+def test_the_gravon_collections_ship_inside_the_package(ruleset: Ruleset) -> None:
+    # The source data is the project's own: a fresh clone (or an installed wheel) reads it, nothing beside it.
+    path = gravon_path(ruleset.name)
+    assert path.parent == stats_path(ruleset.name).parent == Path(__file__).parents[1] / "setups" / "data"
+    assert path.name.endswith(".txt.xz") and path.stat().st_size < 1_000_000
+    header = " ".join(line for line in lzma.decompress(path.read_bytes()).decode("ascii").splitlines()
+                      if line.startswith("#"))
+    assert "gravon.de" in header and "StrategoAI/ataraxos" in header and "MIT License" in header  # the source
+    with open(Path(__file__).parents[1] / "pyproject.toml", "rb") as handle:
+        package_data = tomllib.load(handle)["tool"]["setuptools"]["package-data"]["*"]
+    assert any(fnmatch(path.name, pattern) for pattern in package_data)  # and the wheel carries it
+
+
+def test_no_collection_for_mini() -> None:
+    with pytest.raises(ValueError, match="no Gravon setup collection for the mini ruleset"):
+        gravon_path("mini")
+
+
+def test_a_collection_reads_the_same_plain_or_compressed(tmp_path: Path) -> None:
+    text = "# a comment\nBDGFDFDDDBHFLJGKDIFGEHEMCEHBDDIBJEIBHEBG\n]\n\nBDGFDFDDDBHFLJGKDIFGEHEMCEHBDDIBJEIBHEBX\n"
+    (tmp_path / "s.txt").write_text(text, encoding="utf-8")
+    (tmp_path / "s.txt.xz").write_bytes(lzma.compress(text.encode()))
+    (tmp_path / "s.txt.gz").write_bytes(gzip.compress(text.encode()))
+    results = {name: read_gravon_lines(tmp_path / name, CLASSIC) for name in ("s.txt", "s.txt.xz", "s.txt.gz")}
+    assert set(map(repr, results.values())) == {repr((["BDGFDFDDDBHFLJGKDIFGEHEMCEHBDDIBJEIBHEBG"], 2))}
+
+
+@pytest.mark.parametrize("name", ["s.txt.xz", "s.txt.gz"])
+def test_a_damaged_compressed_collection_is_a_clear_error(tmp_path: Path, name: str) -> None:
+    compress = lzma.compress if name.endswith(".xz") else gzip.compress
+    packed = compress(b"BDGFDFDDDBHFLJGKDIFGEHEMCEHBDDIBJEIBHEBG\n" * 50)
+    (tmp_path / name).write_bytes(packed[: len(packed) // 2])  # cut short, as an interrupted copy leaves it
+    with pytest.raises((ValueError, OSError), match=name):
+        read_gravon_lines(tmp_path / name, CLASSIC)
 
 
 def test_no_statistics_for_mini() -> None:
@@ -63,10 +101,9 @@ def test_counts_add_up(ruleset: Ruleset) -> None:
     assert sum(g["setups"] for g in data["flag"]["neighbour_bombs"]) == n
 
 
-@needs_data
 @pytest.mark.parametrize("ruleset", [CLASSIC, BARRAGE])
 def test_statistics_are_computed_from_the_data_file(ruleset: Ruleset) -> None:
-    lines, skipped = read_gravon_lines(DATA / SOURCES[ruleset], ruleset)
+    lines, skipped = read_gravon_lines(gravon_path(ruleset.name), ruleset)
     shipped = _shipped(ruleset.name)
     training = shipped.pop("training")
     assert compute_stats(lines, ruleset, source=SOURCES[ruleset], skipped=skipped) == shipped
@@ -77,9 +114,8 @@ def test_statistics_are_computed_from_the_data_file(ruleset: Ruleset) -> None:
     assert training["heldout_setups"] == {CLASSIC: 6759, BARRAGE: 466}[ruleset]
 
 
-@needs_data
 def test_the_pair_statistics_are_computed_from_the_training_part() -> None:
-    lines, _skipped = read_gravon_lines(DATA / SOURCES[CLASSIC], CLASSIC)
+    lines, _skipped = read_gravon_lines(gravon_path("classic"), CLASSIC)
     shipped = json.loads(pairs_path("classic").read_text(encoding="utf-8"))
     assert shipped == compute_neighbour_pairs(lines, CLASSIC)
     assert shipped["setups"] == 58_161
@@ -102,12 +138,11 @@ def test_the_split_is_fixed_and_holds_out_about_a_tenth() -> None:
     assert 0.08 < share < 0.12
 
 
-@needs_data
 def test_flag_statistics_match_a_plain_count_of_the_file() -> None:
     # An independent count straight from the text, not through compute_stats.
     lines = [
         line.strip()
-        for line in (DATA / SOURCES[CLASSIC]).read_text(encoding="utf-8").splitlines()
+        for line in lzma.decompress(gravon_path("classic").read_bytes()).decode("ascii").splitlines()
         if line.strip() and not line.startswith("#")
     ]
     assert len(lines) == 64_920

@@ -3,7 +3,7 @@
 - ``perspecto beliefs fit RECORDS... [--out FILE] [--floor F]``: count behaviours by true rank in lab
   game records and write the likelihood tables the model loads (default: the shipped
   engine_ext/beliefs/data/likelihoods.json);
-- ``perspecto beliefs calibrate [--records DIR...] [--data DIR] [--plot PNG]``: the prior's log-loss on
+- ``perspecto beliefs calibrate [--records DIR...] [--data FILE|DIR] [--plot PNG]``: the prior's log-loss on
   the held-out human setups, and with records the posterior's log-loss by ply and its reliability;
 - ``perspecto beliefs show RECORD [--ply N] [--side red|blue] [--own]``: what one side believes about
   the other's hidden pieces at a ply of a saved game (``--own``: what it models the other side to
@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -25,11 +26,23 @@ from engine_ext.beliefs.evidence import (
 )
 
 PROG = "perspecto beliefs"
+# matplotlib is an optional extra: the plot is a figure for the docs, nothing else needs it.
+PLOT_INSTALL = "pip install 'perspecto[plot]' (in a clone: PERSPECTO_EXTRAS=dev,plot scripts/bootstrap)"
 
 
-def _default_data() -> Path:
-    # The project's source data lies beside the clone (<dir>/shared/data next to <dir>/<clone>); else --data.
-    return Path(__file__).resolve().parents[3] / "shared" / "data"
+def _classic_setups(data: Path | None) -> Path:
+    """The Gravon classic setups to score the prior on: ``--data`` (a file, or a directory holding
+    gravon-setups-classic.txt, plain or .xz/.gz), else the collection the project ships."""
+    from setups.stats import gravon_path
+
+    if data is None:
+        return gravon_path("classic")
+    if data.is_dir():
+        for name in ("gravon-setups-classic.txt", "gravon-setups-classic.txt.xz", "gravon-setups-classic.txt.gz"):
+            if (data / name).is_file():
+                return data / name
+        return data / "gravon-setups-classic.txt"
+    return data
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,14 +64,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     cal.add_argument("--records", nargs="*", type=Path, default=[], metavar="DIR",
                      help="game records to score the posterior on (played from held-out setups)")
     cal.add_argument("--data", type=Path, default=None,
-                     help="directory of gravon-setups-classic.txt (default: shared/data beside the clone)")
+                     help="the Gravon classic setups: a file (plain, .xz or .gz) or a directory holding "
+                          "gravon-setups-classic.txt (default: the shipped setups/data/gravon-setups-classic.txt.xz)")
     cal.add_argument("--tables", type=Path, default=None, help="likelihood tables (default: the shipped ones)")
     cal.add_argument("--floors", type=str, default="",
                      help="comma-separated bluff floors to score the tables with besides their own")
     cal.add_argument("--repeats", type=str, default="",
                      help="comma-separated weights of repeated behaviours to score the tables with besides their own")
     cal.add_argument("--every", type=int, default=2, help="score every N plies (default 2)")
-    cal.add_argument("--plot", type=Path, default=None, help="write a reliability plot (needs matplotlib)")
+    cal.add_argument("--plot", type=Path, default=None,
+                     help="write a reliability plot (needs matplotlib: the 'plot' extra)")
     cal.set_defaults(func=run_calibrate)
 
 
@@ -149,7 +164,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
     )
     from engine_ext.rules.rulesets import CLASSIC
 
-    data = (args.data or _default_data()) / "gravon-setups-classic.txt"
+    if args.plot is not None and importlib.util.find_spec("matplotlib") is None:  # say so before the long part
+        return _error(f"--plot needs matplotlib, which is not installed: {PLOT_INSTALL}", 2)
+    data = _classic_setups(args.data)
     try:
         if data.is_file():
             print("\n".join(prior_report(CLASSIC, data).lines()))
@@ -178,7 +195,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         if plot_reliability(report, args.plot):
             print(f"plot written to {args.plot}")
         else:
-            print("matplotlib is not installed: no plot", file=sys.stderr)
+            print(f"matplotlib is not installed: no plot ({PLOT_INSTALL})", file=sys.stderr)
     return 0
 
 

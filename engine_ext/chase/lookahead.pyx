@@ -6,7 +6,7 @@ piece's two-squares history and N, it answers capture or escape, the number of a
 the capture as the oracle (``engine_ext.chase.oracle``) counts them, and the obstacles on the border
 of the trap area (risk management's two lists: the defender's side's pieces that might protect it,
 the attacker's side's pieces that form the barrier). It follows the seed
-(/work/shared/seeds/two-squares-rule-capture-model.txt, chapter 7's scheme) with no search:
+(issue 24's two-squares rule capture model, chapter 7's scheme) with no search:
 
 0. The attacker cannot reach the defender: escape. The attacker is next to it and to move: capture.
    The defender stands in an acyclic pocket (a dead end, a branching corridor: what peeling dead

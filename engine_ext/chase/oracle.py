@@ -5,8 +5,8 @@ A stronger piece (the attacker) chases a weaker one (the defender) among pieces 
 the tournament's pseudocode) limits each side to N consecutive moves between the same two squares.
 The oracle decides whether the attacker can force the capture, and in how many attacker moves,
 against the defender's longest resistance. It is the truth the seed's fast look-ahead
-(``/work/shared/seeds/two-squares-rule-capture-model.txt``) is to be tested against; docs/two-squares.md
-describes the model.
+(issue 24's seed, the two-squares rule capture model: source material, not in this repository) is to
+be tested against; docs/two-squares.md describes the model.
 
 The model, and why:
 

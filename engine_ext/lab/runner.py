@@ -55,6 +55,7 @@ from engine_ext.rules.tournament import MOVE_LIMIT, MOVE_TIME_AVERAGE, MOVE_TIME
 from setups.generator import generate_setup
 from setups.library import load_library
 from setups.notation import Notation, Setup, parse_setup
+from setups.stats import read_text
 
 log = structlog.get_logger()
 
@@ -279,9 +280,11 @@ class FileSetups:
     @classmethod
     def load(cls, path: Path, ruleset: Ruleset) -> FileSetups:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path)  # plain, or compressed as the shipped Gravon collections are (.xz, .gz)
         except OSError as exc:
             raise LabError(f"cannot read the setup file {path}: {exc.strerror or exc}") from None
+        except ValueError as exc:  # a damaged compressed file, or not UTF-8
+            raise LabError(f"cannot read the setup file {path}: {exc}") from None
         lines = tuple((n, line.strip()) for n, line in enumerate(text.splitlines(), start=1)
                       if line.strip() and not line.lstrip().startswith("#"))
         if len(lines) < 2:

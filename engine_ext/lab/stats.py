@@ -29,8 +29,10 @@ import math
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
+from statistics import NormalDist
 
-from scipy.stats import norm
+# The standard normal distribution: Φ is its cdf, the interval's z its inv_cdf (the stdlib's, no scipy).
+STANDARD_NORMAL = NormalDist()
 
 # Points a game gives the first engine: loss, draw, win.
 GAME_SCORES: tuple[float, float, float] = (0.0, 0.5, 1.0)
@@ -160,7 +162,7 @@ def normal_quantile(confidence: float) -> float:
     """z of a two-sided interval of this confidence (1.959964 for 0.95)."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"a confidence is a probability strictly between 0 and 1, got {confidence!r}")
-    return float(norm.ppf(0.5 + confidence / 2.0))
+    return STANDARD_NORMAL.inv_cdf(0.5 + confidence / 2.0)
 
 
 def mean_and_variance(counts: Iterable[int], values: Iterable[float]) -> tuple[int, float, float]:
@@ -192,7 +194,7 @@ def los_from_decisive(wins: int, losses: int) -> float:
     """
     if wins + losses == 0:
         return 0.5
-    return float(norm.cdf((wins - losses) / math.sqrt(wins + losses)))
+    return STANDARD_NORMAL.cdf((wins - losses) / math.sqrt(wins + losses))
 
 
 def elo_from_trinomial(t: Trinomial, confidence: float = 0.95) -> EloEstimate:
@@ -226,7 +228,7 @@ def elo_from_pentanomial(p: Pentanomial, confidence: float = 0.95) -> EloEstimat
         return EloEstimate(0.0, -math.inf, math.inf, 0.5, 0.0, 0.5, 0)
     low, high = _interval(mean, variance, size, confidence)
     if variance > 0.0:
-        los = float(norm.cdf((mean - 0.5) / math.sqrt(variance / size)))
+        los = STANDARD_NORMAL.cdf((mean - 0.5) / math.sqrt(variance / size))
     else:  # every pair the same: certain, as far as this sample can tell
         los = 0.5 if mean == 0.5 else (1.0 if mean > 0.5 else 0.0)
     return EloEstimate(
