@@ -69,8 +69,8 @@ NAMES = {Side.RED: "ours", Side.BLUE: "theirs"}
 
 
 def test_result_lines_parse() -> None:
-    result = parse_result_line("/work/ucc/bin/vixen BLUE VICTORY 145 32 53")
-    assert (result.name, result.colour, result.outcome) == ("/work/ucc/bin/vixen", Side.BLUE, "VICTORY")
+    result = parse_result_line("/opt/ucc2012/bin/vixen BLUE VICTORY 145 32 53")
+    assert (result.name, result.colour, result.outcome) == ("/opt/ucc2012/bin/vixen", Side.BLUE, "VICTORY")
     assert result.turns == 145
     assert (result.red_value, result.blue_value, result.winner, result.forfeit) == (32, 53, Side.BLUE, None)
     illegal = parse_result_line("./perspecto-ucc RED ILLEGAL 12 100 100")

@@ -1,10 +1,11 @@
 """Real games against a real sparring program (issue 32, point 4): the UCC 2012 programs built from
-``../shared/opponents/ucc2012`` (the copy of shared/ beside the clone; test material, never in the
-repository), then ``perspecto gauntlet`` plays basic_cpp through the real referee ``stratego`` (Perspecto as
-the program its ``perspecto ucc --write-wrapper`` script starts) and through the lab's own UCC adapter.
+the sparring set's ``opponents/ucc2012`` folder named by ``$PERSPECTO_UCC2012_SOURCE`` (test material, never in
+the repository; .ci/run sets it to CI's copy), then ``perspecto gauntlet`` plays basic_cpp through the real
+referee ``stratego`` (Perspecto as the program its ``perspecto ucc --write-wrapper`` script starts) and through
+the lab's own UCC adapter.
 
 Slow: the build takes a minute or so, and each game is a real game at a real clock (with a turn cap). Skipped,
-with the reason, where ../shared, g++, make or a Python 2.7 (the build needs one) is missing.
+with the reason, where that variable, g++, make or a Python 2.7 (the build needs one) is missing.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from tests.conftest import REAL_HOME
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-BUILD = REPO.parent / "shared" / "opponents" / "ucc2012" / "build"
+SOURCE_ENV = "PERSPECTO_UCC2012_SOURCE"  # the sparring set's opponents/ucc2012 folder, with its build script
+BUILD = Path(os.environ.get(SOURCE_ENV) or "/nonexistent") / "build"
 
 
 def python2() -> str | None:
@@ -49,7 +51,7 @@ def python2() -> str | None:
 @pytest.fixture(scope="module")
 def ucc2012(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The build's folder (bin/ with one executable a program, judge/manager/stratego the referee)."""
-    missing = [what for what, ok in (("../shared (the sparring programs beside the clone)", BUILD.is_file()),
+    missing = [what for what, ok in ((f"${SOURCE_ENV} (the sparring programs' build script)", BUILD.is_file()),
                                      ("g++", shutil.which("g++")), ("make", shutil.which("make")),
                                      ("a Python 2.7", python2())) if not ok]
     if missing:

@@ -50,6 +50,9 @@ def test_the_sources_are_found() -> None:
 def test_nothing_names_a_path_outside_the_checkout() -> None:
     # The tests of such patterns spell paths out in their examples.
     examples = {Path(__file__).resolve(), REPO / "tests" / "test_docs_paths.py"}
+    # CI's own script knows CI's layout: the sparring programs (test material, never the project's data) lie in
+    # the copy of the source material beside the clone; it hands their folder to the one test that plays them.
+    examples.add(REPO / ".ci" / "run")
     hits = [f"{path.relative_to(REPO)}:{n}: {m.group()}" for path in _sources() if path not in examples
             for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
             for m in OUTSIDE.finditer(line)]

@@ -193,7 +193,7 @@ def find_referee(given: Path | None) -> Path:
         candidates = [Path(os.environ[PROGRAMS_ENV]).parent / "judge" / "manager" / "stratego"]
     else:
         raise GauntletError(f"no referee: give --referee PATH, or set {REFEREE_ENV} (or {PROGRAMS_ENV}, the build's "
-                            "bin/ folder: ../shared/opponents/ucc2012/build OUT prints both)")
+                            "bin/ folder: the sparring set's opponents/ucc2012/build OUT prints both)")
     for path in candidates:
         if path.is_file() and os.access(path, os.X_OK):
             return path.resolve()

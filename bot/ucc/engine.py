@@ -99,7 +99,7 @@ class UccCommandError(UccEngineError):
 # $NAME or ${NAME} in a command (os.path.expandvars's forms).
 _VARIABLE = re.compile(r"\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
 UCC2012_HINT = (": set PERSPECTO_UCC2012 to the bin/ folder of a build of the UCC 2012 programs "
-                "(../shared/opponents/ucc2012/build OUT prints it: OUT/bin)")
+                "(the sparring set's opponents/ucc2012/build OUT prints it: OUT/bin)")
 
 
 class UccEngine:
