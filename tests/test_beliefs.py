@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +26,10 @@ from engine_ext.beliefs.evidence import (
 )
 from engine_ext.beliefs.fit import fit_records
 from engine_ext.beliefs.prior import ALPHAS, human_prior, opponent_prior, pool_shares
+from engine_ext.engine.facade import Engine
+from engine_ext.engine.settings import builtin_settings
 from engine_ext.research.selfplay import RefereedGame
-from engine_ext.rules.game import Game, Move, RulesOptions
+from engine_ext.rules.game import Game, Move, MoveResult, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
 from engine_ext.rules.rulesets import BARRAGE, CLASSIC, MINI, Ruleset, Square
@@ -248,6 +251,56 @@ def test_another_start_or_a_rewound_or_rebuilt_view_starts_over() -> None:
     assert not model.continues(shorter.view(Side.RED))
     model.update(shorter.view(Side.RED).copy())
     assert _same(model, BeliefModel(shorter.view(Side.RED), Side.RED))
+
+
+def test_a_catch_up_that_fails_half_way_is_not_trusted_afterwards() -> None:
+    # A history the tracker cannot play (its last entry a move from an empty square) raises; the entry
+    # it did play before failing lost its evidence, so the next update must start over, not carry on.
+    game, rng = _refereed(4), random.Random(4)
+    for _ in range(10):
+        _random_move(game, rng)
+    view = game.view(Side.RED)
+    at_ten = view.copy()
+    for _ in range(2):
+        _random_move(game, rng)
+    last = view.history[-1]
+    empty = next(sq for sq in (Square(col, row) for row in range(4, 6) for col in (0, 1, 4, 5, 8, 9))
+                 if view.piece_at(sq) is None)
+    bogus = MoveResult(Move(empty, Square(empty.col, empty.row + 1)), last.side)
+    for then in ("the same object put right", "a copy"):
+        model = BeliefModel(at_ten, Side.RED)
+        bad = view.copy()
+        bad.history[-1] = bogus
+        with pytest.raises(ValueError, match="no piece"):
+            model.update(bad)
+        tracker = model.tracker
+        if then == "a copy":
+            model.update(view.copy())
+        else:
+            bad.history[-1] = last
+            model.update(bad)
+        assert model.tracker is not tracker, then
+        assert _same(model, BeliefModel(view.copy(), Side.RED)), then
+
+
+def test_the_engine_handed_a_copy_each_move_keeps_one_model_caught_up() -> None:
+    # The daemon's pattern (bot/daemon/deadline.py): ``observe`` on its own game after each move, then
+    # ``choose_move`` on a fresh copy. Until issue 31 each copy rebuilt the model from scratch, twice a move.
+    engine = Engine(builtin_settings("perspecto").model_copy(update={"beliefs": True, "seed": 1, "threads": 1}))
+    game, rng = _refereed(11), random.Random(11)
+    view = game.view(Side.RED)
+    engine.start_game(view, Side.RED)
+    model = engine.belief_model
+    assert model is not None
+    tracker = model.tracker
+    for _ in range(12):
+        _random_move(game, rng)
+        engine.observe(view)
+        if view.side_to_move == Side.RED and view.result is None:
+            start = time.monotonic()
+            engine.choose_move(view.copy(), start + 60, start + 120, nodes=500)
+    assert engine.belief_model is model and model.tracker is tracker and model.ply_seen == len(view.history)
+    assert _same(model, BeliefModel(view, Side.RED))
 
 
 @pytest.mark.parametrize("ruleset", [BARRAGE, MINI], ids=["barrage", "mini"])

@@ -28,7 +28,8 @@ Catching up (issue 31): the engine gets a fresh copy of the game every move, so 
 go by object identity. A game whose start position and first ``ply_seen`` history entries are the ones
 already consumed is the same game: only its new entries are played. Anything else (another game, a
 rewound history, a view rebuilt from other pieces) is built from scratch. Both ways give the same
-matrices (tests/test_beliefs.py); the check costs microseconds where a rebuild costs 30-130 ms.
+matrices (tests/test_beliefs.py); the check costs about a tenth of a millisecond at ply 300, where a
+rebuild cost 14 ms (load 9) to 130 ms (load 22) before each search (bench/beliefs_update).
 """
 
 from __future__ import annotations
@@ -61,11 +62,11 @@ SINKHORN_MAX_ITER = 1000
 Origin = tuple[int, bool, tuple[tuple[int, int, int], ...]]
 
 
-def game_origin(game: Game, side: Side, unplayed: int | None = None) -> Origin:
+def game_origin(game: Game, side: Side) -> Origin:
     """The identity of ``game``'s start position from ``side``'s seat (see ``Origin``): the game's
-    position with ``unplayed`` (default: all) history entries taken back."""
+    position with its whole history taken back."""
     pos: Position = game.position.copy()
-    for _ in range(len(game.history) if unplayed is None else unplayed):
+    for _ in range(len(game.history)):
         pos.unmake()
     return position_origin(pos, side)
 
@@ -218,11 +219,12 @@ class BeliefModel:
         The history check is one list comparison in C; on a copy (``Game.copy`` shares the frozen
         entries) each element compares by identity, and a rebuilt view's new but equal entries by value.
         The start check takes the game's position back to its start in the core (a copy and ``ply``
-        unmakes) and reads the pieces: tens of microseconds at ply 300, against a rebuild's 130 ms."""
+        unmakes) and reads the pieces: about 0.1 ms at ply 300 (bench/beliefs_update)."""
         seen = self.tracker.seen
         history = game.history
         if game is self._game:
-            return len(history) >= seen  # the game the model holds only ever grows
+            # The game the model holds only ever grows; a catch-up that failed half-way starts over.
+            return len(history) >= seen and len(self._consumed) == seen
         if game.options.ruleset != self.ruleset or len(history) < seen or game.ply != len(history):
             return False
         if (history if len(history) == seen else history[:seen]) != self._consumed:
@@ -231,8 +233,12 @@ class BeliefModel:
 
     def _consume(self, game: Game) -> None:
         likelihoods = self.likelihoods
-        self._consumed.extend(game.history[self.tracker.seen:])
-        for b in self.tracker.catch_up(game):
+        new = game.history[self.tracker.seen:]
+        behaviours = self.tracker.catch_up(game)
+        # Only once the tracker has played them all: a history it fails on mid-way then no longer
+        # matches ``_consumed``, so the next update starts over instead of trusting half a catch-up.
+        self._consumed.extend(new)
+        for b in behaviours:
             key = (b.pid, b.situation, b.outcome, b.known_rank)
             weight = likelihoods.repeats if key in self._seen_behaviours else 1.0
             self._seen_behaviours.add(key)
