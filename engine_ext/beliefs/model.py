@@ -29,7 +29,7 @@ go by object identity. A game whose start position and first ``ply_seen`` histor
 already consumed is the same game: only its new entries are played. Anything else (another game, a
 rewound history, a view rebuilt from other pieces) is built from scratch. Both ways give the same
 matrices (tests/test_beliefs.py); the check costs about a tenth of a millisecond at ply 300, where a
-rebuild cost 14 ms (load 9) to 130 ms (load 22) before each search (bench/beliefs_update).
+rebuild costs 10 ms (load 6) to 130 ms (load 22) before each search (bench/beliefs_update).
 """
 
 from __future__ import annotations
