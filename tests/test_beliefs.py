@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +27,10 @@ from engine_ext.beliefs.evidence import (
 )
 from engine_ext.beliefs.fit import fit_records
 from engine_ext.beliefs.prior import ALPHAS, human_prior, opponent_prior, pool_shares
+from engine_ext.engine.facade import Engine
+from engine_ext.engine.settings import builtin_settings
 from engine_ext.research.selfplay import RefereedGame
-from engine_ext.rules.game import Game, Move, RulesOptions
+from engine_ext.rules.game import Game, Move, MoveResult, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
 from engine_ext.rules.rulesets import BARRAGE, CLASSIC, MINI, Ruleset, Square
@@ -142,6 +145,163 @@ def test_an_incremental_update_equals_a_rebuild() -> None:
     other = _refereed(8).view(Side.BLUE)
     model.update(other)
     assert model.ply_seen == 0 and np.array_equal(model.enemy_matrix(), BeliefModel(other, Side.BLUE).enemy_matrix())
+
+
+# --- catching up with a copy of the game (issue 31: the engine gets a fresh copy every move) ----------
+
+
+def _same(a: BeliefModel, b: BeliefModel) -> bool:
+    return (np.array_equal(a.enemy_matrix(), b.enemy_matrix()) and np.array_equal(a.own_matrix(), b.own_matrix())
+            and a.ply_seen == b.ply_seen)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), plies=st.integers(1, 120), side=st.sampled_from(list(Side)),
+       every=st.integers(1, 4))
+def test_a_copy_that_continues_the_game_is_caught_up_and_equals_a_rebuild(
+        seed: int, plies: int, side: Side, every: int) -> None:
+    # As the engine sees it: a fresh copy of the view each move (every ``every`` plies). The model plays
+    # only the new entries (its tracker is kept) and says exactly what a model built from scratch says.
+    game = _refereed(seed)
+    rng = random.Random(seed)
+    view = game.view(side)
+    model = BeliefModel(view.copy(), side)
+    for ply in range(1, plies + 1):
+        if not _random_move(game, rng):
+            break
+        if ply % every:
+            continue
+        tracker = model.tracker
+        copy = view.copy()
+        assert model.continues(copy)
+        model.update(copy)
+        assert model.tracker is tracker  # caught up, not rebuilt
+        assert _same(model, BeliefModel(view.copy(), side))
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), plies=st.integers(2, 80), data=st.data())
+def test_a_history_that_differs_from_the_one_consumed_starts_over(seed: int, plies: int, data: st.DataObject) -> None:
+    # The same start, the same length or longer, but one move differs at ``fork``: a rebuild, and the
+    # model then says what a model of the new history says.
+    game = _refereed(seed)
+    rng = random.Random(seed)
+    for _ in range(plies):
+        if not _random_move(game, rng):
+            break
+    played = [entry.move for entry in game.referee.history]
+    fork = data.draw(st.integers(0, len(played) - 1), label="fork")
+    model = BeliefModel(game.view(Side.RED).copy(), Side.RED)
+    other = _refereed(seed)
+    for move in played[:fork]:
+        other.play(move)
+    codes = [c for c in other.referee.legal_codes() if other.referee.move_of(c) != played[fork]]
+    if not codes:
+        return
+    other.play(other.referee.move_of(data.draw(st.sampled_from(codes), label="other move")))
+    while other.referee.ply < len(played) and _random_move(other, rng):
+        pass
+    copy = other.view(Side.RED).copy()
+    tracker = model.tracker
+    assert not model.continues(copy)
+    model.update(copy)
+    assert model.tracker is not tracker
+    assert _same(model, BeliefModel(other.view(Side.RED).copy(), Side.RED))
+
+
+def test_another_start_or_a_rewound_or_rebuilt_view_starts_over() -> None:
+    # Barrage leaves setup squares empty, so two games with no moves yet differ in where pieces start.
+    first, second = _refereed(1, BARRAGE), _refereed(2, BARRAGE)
+    model = BeliefModel(first.view(Side.RED).copy(), Side.RED)
+    assert model.continues(first.view(Side.RED).copy())
+    assert not model.continues(second.view(Side.RED)) and not model.continues(first.view(Side.BLUE))
+    model.update(second.view(Side.RED).copy())
+    assert _same(model, BeliefModel(second.view(Side.RED), Side.RED))
+    # Our own setup with two untouched pieces swapped: the same squares and moves, another game.
+    game, rng = _refereed(5), random.Random(5)
+    for _ in range(30):
+        _random_move(game, rng)
+    played = [entry.move for entry in game.referee.history]
+    touched = {sq for move in played for sq in (move.frm, move.to)}
+    seeds = random.Random(5)
+    red = generate_setup(CLASSIC, seeds.randrange(2**32)).placement(Side.RED)
+    blue = generate_setup(CLASSIC, seeds.randrange(2**32)).placement(Side.BLUE)
+    a, b = next((a, b) for a in red for b in red if red[a] != red[b] and not {a, b} & touched)
+    swapped = RefereedGame(RulesOptions(move_limit=2000), dict(red) | {a: red[b], b: red[a]}, blue)
+    for move in played:
+        swapped.play(move)
+    assert swapped.view(Side.RED).history == game.view(Side.RED).history
+    model = BeliefModel(game.view(Side.RED).copy(), Side.RED)
+    assert not model.continues(swapped.view(Side.RED))
+    model.update(swapped.view(Side.RED))
+    assert _same(model, BeliefModel(swapped.view(Side.RED), Side.RED))
+    # A view rebuilt from the pieces on the board (the UCC player after a mismatch): no history.
+    pieces = game.view(Side.RED).pieces()
+    rebuilt = Game(RulesOptions(move_limit=2000), {sq: r for sq, (s, r) in pieces.items() if s == Side.RED},
+                   {sq: r for sq, (s, r) in pieces.items() if s == Side.BLUE},
+                   side_to_move=game.view(Side.RED).side_to_move, validate_setups=False)
+    model = BeliefModel(game.view(Side.RED).copy(), Side.RED)
+    assert not model.continues(rebuilt)
+    model.update(rebuilt)
+    assert _same(model, BeliefModel(rebuilt, Side.RED))
+    # A rewound history (fewer entries) and a view rebuilt from the pieces on the board (no history).
+    shorter = _refereed(5)
+    rng = random.Random(5)
+    for _ in range(10):
+        _random_move(shorter, rng)
+    assert not model.continues(shorter.view(Side.RED))
+    model.update(shorter.view(Side.RED).copy())
+    assert _same(model, BeliefModel(shorter.view(Side.RED), Side.RED))
+
+
+def test_a_catch_up_that_fails_half_way_is_not_trusted_afterwards() -> None:
+    # A history the tracker cannot play (its last entry a move from an empty square) raises; the entry
+    # it did play before failing lost its evidence, so the next update must start over, not carry on.
+    game, rng = _refereed(4), random.Random(4)
+    for _ in range(10):
+        _random_move(game, rng)
+    view = game.view(Side.RED)
+    at_ten = view.copy()
+    for _ in range(2):
+        _random_move(game, rng)
+    last = view.history[-1]
+    empty = next(sq for sq in (Square(col, row) for row in range(4, 6) for col in (0, 1, 4, 5, 8, 9))
+                 if view.piece_at(sq) is None)
+    bogus = MoveResult(Move(empty, Square(empty.col, empty.row + 1)), last.side)
+    for then in ("the same object put right", "a copy"):
+        model = BeliefModel(at_ten, Side.RED)
+        bad = view.copy()
+        bad.history[-1] = bogus
+        with pytest.raises(ValueError, match="no piece"):
+            model.update(bad)
+        tracker = model.tracker
+        if then == "a copy":
+            model.update(view.copy())
+        else:
+            bad.history[-1] = last
+            model.update(bad)
+        assert model.tracker is not tracker, then
+        assert _same(model, BeliefModel(view.copy(), Side.RED)), then
+
+
+def test_the_engine_handed_a_copy_each_move_keeps_one_model_caught_up() -> None:
+    # The daemon's pattern (bot/daemon/deadline.py): ``observe`` on its own game after each move, then
+    # ``choose_move`` on a fresh copy. Until issue 31 each copy rebuilt the model from scratch, twice a move.
+    engine = Engine(builtin_settings("perspecto").model_copy(update={"beliefs": True, "seed": 1, "threads": 1}))
+    game, rng = _refereed(11), random.Random(11)
+    view = game.view(Side.RED)
+    engine.start_game(view, Side.RED)
+    model = engine.belief_model
+    assert model is not None
+    tracker = model.tracker
+    for _ in range(12):
+        _random_move(game, rng)
+        engine.observe(view)
+        if view.side_to_move == Side.RED and view.result is None:
+            start = time.monotonic()
+            engine.choose_move(view.copy(), start + 60, start + 120, nodes=500)
+    assert engine.belief_model is model and model.tracker is tracker and model.ply_seen == len(view.history)
+    assert _same(model, BeliefModel(view, Side.RED))
 
 
 @pytest.mark.parametrize("ruleset", [BARRAGE, MINI], ids=["barrage", "mini"])
