@@ -63,9 +63,6 @@ ctypedef struct Knowledge:
     double lose_still[MAX_PIECES][N_RANKS]  # [k]: P(a known attacker of rank k beats the unmoved piece), ties half
     double lose_moved[MAX_PIECES][N_RANKS]  # ... the piece has moved (at the root or in the search line)
     double beat_known[MAX_PIECES][N_RANKS]  # [k]: P(the piece, attacking, beats a known defender of rank k)
-    # Issue 32: in our view our marshal's or general's attack on an unknown piece that has not moved and
-    # whose root P(bomb) is above this fails (1: off).
-    double top_bomb_limit
 
 cdef void build_knowledge(Knowledge* kn, Pos* p, int me, const int* initial,
                           const unsigned char* public_, const uint64_t* approached) noexcept nogil
@@ -202,11 +199,6 @@ cdef inline void attack_outcomes(Knowledge* kn, Pos* p, const unsigned char* kpu
                 P = P - P * psy
             else:
                 P = 1.0 - ((1.0 - P) - (1.0 - P) * psy)
-    if (persp == OWN and not dk and p.powner[a] == kn.me and ra >= R_MARSHAL - 1 and ra <= R_MARSHAL
-            and p.pmoves[d] == 0 and kn.p_bomb[d] > kn.top_bomb_limit):
-        # Issue 32: the marshal and general died on bombs in the back rows against independent programs;
-        # a piece that is likelier a bomb than the limit is for miners and expendable pieces to test.
-        P = 0.0
     out[OUT_WIN] = P
     if failed_attack_passive and not ak and is_public(kn, p, kpub, d):
         out[OUT_PASSIVE] = 1.0 - P
@@ -218,5 +210,4 @@ from engine_ext.rules.core cimport Position
 
 cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object initial, object public,
                       object approached, object moved, object fears, bint psychology,
-                      bint line_approach=*, bint use_beliefs=*, object beliefs=*,
-                      double top_bomb_limit=*) except -1
+                      bint line_approach=*, bint use_beliefs=*, object beliefs=*) except -1

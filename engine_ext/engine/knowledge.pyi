@@ -25,7 +25,6 @@ class KnowledgeView:
         line_approach: bool = True,
         beliefs: bool = False,
         belief_matrix: ArrayLike | None = None,
-        top_bomb_limit: float = 1.0,
     ) -> None: ...
     @property
     def me(self) -> int: ...

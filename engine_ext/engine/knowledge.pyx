@@ -347,8 +347,7 @@ cdef inline int _dist(Pos* p, int a, int b) noexcept nogil:
 
 cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object initial, object public,
                       object approached, object moved, object fears, bint psychology,
-                      bint line_approach=True, bint use_beliefs=False, object beliefs=None,
-                      double top_bomb_limit=1.0) except -1:
+                      bint line_approach=True, bint use_beliefs=False, object beliefs=None) except -1:
     """Copy ``pos`` into ``work`` and build ``kn`` from it. ``public`` (our piece ids the opponent
     has seen) and ``approached`` ((mover, target) pairs) default to what the history shows;
     ``moved`` lists extra piece ids to treat as having moved (constructed test positions);
@@ -398,7 +397,6 @@ cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object ini
     own_fear, est_opp_fear, est_own_fear = fears
     kn.psychology = psychology
     kn.line_approach = line_approach
-    kn.top_bomb_limit = top_bomb_limit
     kn.own_fear = float(own_fear)
     kn.est_opp_fear = float(est_opp_fear)
     kn.est_own_fear = float(est_own_fear)
@@ -456,9 +454,9 @@ cdef class KnowledgeView:
 
     def __init__(self, Position pos, int me, initial, *, public=None, approached=None, moved=(),
                  fears=(0.0, 0.0, 0.0), bint psychology=False, bint line_approach=True, bint beliefs=False,
-                 belief_matrix=None, double top_bomb_limit=1.0):
+                 belief_matrix=None):
         prepare_root(self.work, &self.kn, pos, me, initial, public, approached, moved, fears, psychology,
-                     line_approach, beliefs, belief_matrix, top_bomb_limit)
+                     line_approach, beliefs, belief_matrix)
         memcpy(self.kpub, self.kn.public_, sizeof(self.kpub))
 
     @property

@@ -468,9 +468,6 @@ class Reference:
                 p_known = p if known == a else 1.0 - p
                 p_known = p_known - p_known * psy
                 p = p_known if known == a else 1.0 - p_known
-        if (persp == OWN and not dk and b.owner[a] == self.me and b.rank[a] in (MARSHAL - 1, MARSHAL)
-                and b.moves[d] == 0 and self.p_bomb[d] > self.p.top_bomb_limit):
-            p = 0.0     # issue 32: a likely bomb is not for our marshal or general to test
         out[WIN] = p
         if self.p.failed_attack_passive and not ak and self.is_public(d):
             out[PASSIVE] = 1.0 - p

@@ -108,11 +108,6 @@ class BeliefSettings(BaseModel):
 
     beliefs: bool = Field(False, description="not in the thesis: attacks priced from each piece's rank "
                           "distribution (the belief model) instead of the pools' five cases (7.3)")
-    top_bomb_limit: float = Field(
-        1.0, ge=0.0, le=1.0, description="not in the thesis (issue 32): in our own view an attack of our "
-        "marshal or general on an enemy piece we do not know that has not moved fails when the root's "
-        "P(bomb) of that piece is above this (such pieces are for miners and expendable pieces to test); "
-        "1: off")
 
 
 class EvaluationSettings(BaseModel):
@@ -280,7 +275,6 @@ class SearchParams:
     own_flag_value: float = 0.0  # 0: the scale's flag value
     flag_area: int = -1
     beliefs: bool = False
-    top_bomb_limit: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -367,7 +361,6 @@ def search_params(
         own_flag_value=settings.own_flag_value or 0.0,
         flag_area=settings.flag_area,
         beliefs=settings.beliefs,
-        top_bomb_limit=settings.top_bomb_limit,
     )
 
 
