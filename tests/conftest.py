@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 # Where the variables pointed when the session started: the user's own folders, never to be written.
 REAL_HOME = Path(os.path.expanduser("~")).resolve()
@@ -44,3 +45,14 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture
 def rng() -> random.Random:
     return random.Random(1234)
+
+
+@pytest.fixture(autouse=True)
+def _structlog_as_found() -> Iterator[None]:
+    """Each test starts from structlog's defaults: a test that configures logging (``configure_logging("warning")``
+    installs a level filter) would otherwise hide the info events that a later test in the same worker captures
+    with ``structlog.testing.capture_logs`` (which replaces the processors, not the filter), so that test's
+    outcome would depend on the order pytest-xdist happens to run them in."""
+    structlog.reset_defaults()
+    yield
+    structlog.reset_defaults()

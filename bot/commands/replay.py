@@ -112,7 +112,9 @@ def main(args: argparse.Namespace) -> int:
     try:
         record = GameRecord.load(args.file)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        console.print(f"[red]cannot read {args.file}: {exc}[/red]")
+        # Whole on one line (a path cut in two by a narrow console is no path to copy); the text may quote the file.
+        console.print(f"[red]cannot read {terminal_safe(str(args.file))}: {terminal_safe(str(exc))}[/red]",
+                      soft_wrap=True, highlight=False)
         return 2
     names = {Side.RED: record.red.name, Side.BLUE: record.blue.name}  # board_panel shows them safely
     moves: list[MoveResult] = []
