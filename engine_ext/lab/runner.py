@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import inspect
 import multiprocessing
+import pickle
 import random
 import re
 import signal
+import sys
 import time
 import tomllib
 from collections import Counter
@@ -774,13 +776,43 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+WorkerLogging = tuple[int, list[Any] | None]
+
+
+def worker_logging() -> WorkerLogging:
+    """This process's log level and structlog processors, for the workers to log as the command does: a
+    worker starts from a clean interpreter, where structlog's defaults print everything, debug included, to
+    stdout (thousands of lines of a UCC program's protocol in a ``--log-level warning`` table). Processors
+    that do not pickle are left to the worker's defaults; the level always goes."""
+    level = structlog.get_logger().bind().get_effective_level()
+    processors: list[Any] | None = list(structlog.get_config()["processors"])
+    try:
+        pickle.dumps(processors)
+    except Exception:  # a processor holding a stream or a lock; the level is what matters
+        processors = None
+    return level, processors
+
+
+def start_worker(level: int, processors: list[Any] | None) -> None:
+    """A lab worker's initializer: Ctrl-C is the parent's, and logs go to stderr at the parent's level."""
+    _ignore_interrupts()
+    if processors is not None:
+        structlog.configure(processors=processors)
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
 def _run_pool(jobs: Iterator[GameJob], concurrency: int, finished: Callable[[GameOutcome], None],
               is_done: Callable[[str], bool]) -> None:
     # forkserver: workers start from a clean interpreter (no copy of a rich console or of threads).
     context = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
                                           else "spawn")
     ahead = 2 * concurrency
-    with ProcessPoolExecutor(max_workers=concurrency, mp_context=context, initializer=_ignore_interrupts) as pool:
+    with ProcessPoolExecutor(max_workers=concurrency, mp_context=context, initializer=start_worker,
+                             initargs=worker_logging()) as pool:
         pending: dict[Future[GameOutcome], GameJob] = {}
         exhausted = False
         try:
