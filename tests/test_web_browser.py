@@ -262,7 +262,9 @@ async def test_watch_a_live_game_then_step_through_a_finished_one(
                 except playwright.TimeoutError:
                     continue
                 ply, running, seconds = await clocks(page)
-                await page.wait_for_timeout(800)
+                # 1.5 s of waiting for 0.7 s of ticking: the page redraws its clock on a timer that a loaded
+                # machine delays (0.66 s shown after 0.8 s in one CI run), and random's move stays 5 s away.
+                await page.wait_for_timeout(1_500)
                 ply2, running2, seconds2 = await clocks(page)
                 running_text = await page.text_content(f"#clock-{running} .move") or ""
                 await page.screenshot(path=str(shots / "web-live.png"))
@@ -276,9 +278,15 @@ async def test_watch_a_live_game_then_step_through_a_finished_one(
             break
         else:
             raise AssertionError("never saw a clock run")
-        plies, marked, _x, _w = await graph(page)
-        shown = await shown_ply(page)
-        assert plies >= shown - 1 and marked == shown  # following: the marker on the newest ply
+        # Following: the marker on the newest ply. The game plays on meanwhile, so the two reads are taken again
+        # until no move fell between them.
+        for _read in range(50):
+            plies, marked, _x, _w = await graph(page)
+            shown = await shown_ply(page)
+            if marked == shown:
+                break
+            await page.wait_for_timeout(100)
+        assert plies >= shown - 1 and marked == shown
 
         # A finished game from the list: from its setups, step by step, each board the rules engine's.
         finished = page.locator("#finished-games li").first
