@@ -3,10 +3,14 @@ engines that misbehave, a host that drives a bot client call by call, a channel 
 
 from __future__ import annotations
 
+import asyncio
+import os
 import random
+import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
@@ -265,3 +269,26 @@ class ChannelWrapper:
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+async def start_bot_process(port: int, token: str, *, seed: int, state_dir: Path, log_level: str = "warning",
+                            env: Mapping[str, str] | None = None) -> asyncio.subprocess.Process:
+    """A real ``perspecto bot`` (the random profile) connecting to a host on this machine's ``port``, named and
+    identified by ``token``, its heartbeat, journal and opponent store in ``state_dir``; stderr piped."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", "bot", "--profile", "random", "--connect", f"127.0.0.1:{port}",
+        "--token", token, "--name", token, "--seed", str(seed), "--state-dir", str(state_dir),
+        "--log-level", log_level, cwd=REPO, env=dict(os.environ if env is None else env),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def kill_left_over(processes: Iterable[asyncio.subprocess.Process]) -> None:
+    """Kill and reap the processes that have not exited (a test's ``finally``)."""
+    for process in processes:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

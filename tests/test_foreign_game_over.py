@@ -5,8 +5,6 @@ ignored and logged (``bot.game_over_ignored``): in a game, and between games."""
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from pathlib import Path
 
 import structlog
@@ -22,7 +20,7 @@ from engine_ext.rules.game import Game, MoveResult
 from engine_ext.rules.pieces import Side
 from protocol.endpoint import Channel
 from protocol.messages import PROTOCOL_VERSION, GameOverParams, HelloParams
-from tests.helpers import FakeHost
+from tests.helpers import FakeHost, kill_left_over, start_bot_process
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -74,15 +72,8 @@ async def test_a_real_bot_plays_on_through_a_game_over_for_another_game(tmp_path
     host = Host(HostSettings(move_limit=40, move_time_max=1.0, grace=0.3, call_timeout=5.0))
     await host.start()
     names = ("alpha", "beta")
-    bots = [
-        await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "bot", "--profile", "random", "--connect", f"127.0.0.1:{host.port}",
-            "--token", name, "--name", name, "--seed", str(seed), "--state-dir", str(tmp_path / name),
-            "--log-level", "warning", cwd=REPO, env=dict(os.environ), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        )
-        for seed, name in enumerate(names, start=1)
-    ]
+    bots = [await start_bot_process(host.port, name, seed=seed, state_dir=tmp_path / name)
+            for seed, name in enumerate(names, start=1)]
     try:
         alpha, beta = [await host.wait_for_bot(token=name, timeout=30) for name in names]
 
@@ -96,10 +87,7 @@ async def test_a_real_bot_plays_on_through_a_game_over_for_another_game(tmp_path
         stderr = [await asyncio.wait_for(bot.communicate(), 20) for bot in bots]
         assert [bot.returncode for bot in bots] == [0, 0]
     finally:
-        for bot in bots:
-            if bot.returncode is None:
-                bot.kill()
-                await bot.wait()
+        await kill_left_over(bots)
         await host.close()
     assert not result.forfeits, result.detail
     assert result.reason in ("flag", "no_moves", "no_movable_pieces", "move_limit")

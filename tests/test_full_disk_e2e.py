@@ -18,6 +18,7 @@ import pytest
 
 from bot.daemon.opponent_store import OpponentStore
 from bot.host.referee import Host, HostSettings
+from tests.helpers import kill_left_over, start_bot_process
 from tests.test_host_e2e import Bots
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,14 +105,9 @@ async def play_one_game(tmp_path: Path, state_dir: Path) -> tuple[str, str, int]
     healthy folder, one game on an in-process host; the game's end, the first bot's log and exit code."""
     host = Host(HostSettings(move_limit=40, move_time_max=1.0, grace=0.3, call_timeout=5.0))
     await host.start()
-    bots = []
-    for token, folder in (("under-test", state_dir), ("other", tmp_path / "healthy")):
-        bots.append(await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "bot", "--profile", "random", "--connect", f"127.0.0.1:{host.port}",
-            "--token", token, "--name", token, "--seed", "1", "--state-dir", str(folder), "--log-level", "info",
-            cwd=REPO, env={**os.environ, "PERSPECTO_LOG_JSON": "1"}, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        ))
+    bots = [await start_bot_process(host.port, token, seed=1, state_dir=folder, log_level="info",
+                                    env={**os.environ, "PERSPECTO_LOG_JSON": "1"})
+            for token, folder in (("under-test", state_dir), ("other", tmp_path / "healthy"))]
     try:
         red, blue = [await host.wait_for_bot(token=token, timeout=30) for token in ("under-test", "other")]
         first = await host.play_game(red, blue)
@@ -120,10 +116,7 @@ async def play_one_game(tmp_path: Path, state_dir: Path) -> tuple[str, str, int]
             await session.goodbye("test over")
         logs = [await asyncio.wait_for(bot.communicate(), 20) for bot in bots]
     finally:
-        for bot in bots:
-            if bot.returncode is None:
-                bot.kill()
-                await bot.wait()
+        await kill_left_over(bots)
         await host.close()
     for result in (first, second):
         assert not result.forfeits and result.reason in NORMAL_ENDS, result.detail

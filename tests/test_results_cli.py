@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bot.host.referee import Host, HostSettings
 from engine_ext.rules.pieces import Side
+from tests.helpers import kill_left_over, start_bot_process
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,15 +30,8 @@ async def test_results_agree_with_the_games_the_host_played(tmp_path: Path) -> N
     host = Host(HostSettings(move_limit=40, move_time_max=1.0, grace=0.3, call_timeout=5.0))
     await host.start()
     names = ("alpha", "beta")
-    bots = [
-        await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "bot", "--profile", "random", "--connect", f"127.0.0.1:{host.port}",
-            "--token", name, "--name", name, "--seed", str(seed), "--state-dir", str(tmp_path / name),
-            "--log-level", "warning", cwd=REPO, env=dict(os.environ), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        )
-        for seed, name in enumerate(names, start=1)
-    ]
+    bots = [await start_bot_process(host.port, name, seed=seed, state_dir=tmp_path / name)
+            for seed, name in enumerate(names, start=1)]
     try:
         alpha, beta = [await host.wait_for_bot(token=name, timeout=30) for name in names]
         results = [await host.play_game(alpha, beta), await host.play_game(beta, alpha),
@@ -47,10 +41,7 @@ async def test_results_agree_with_the_games_the_host_played(tmp_path: Path) -> N
         for bot in bots:  # a bot writes its store when it hears gameOver: wait until it has gone
             assert await asyncio.wait_for(bot.wait(), 20) == 0
     finally:
-        for bot in bots:
-            if bot.returncode is None:
-                bot.kill()
-                await bot.wait()
+        await kill_left_over(bots)
         await host.close()
 
     for name, opponent in (("alpha", "beta"), ("beta", "alpha")):
