@@ -351,7 +351,7 @@ E_5_2_5 = diagram("# # # # # # # # # #", "# # # # # . . . # #", "# # # # # . . .
                   "# # ~ ~ # # ~ ~ . .", "# # ~ ~ # # ~ ~ # #", *["# # # # # # # # # #"] * 4)
 
 
-@pytest.mark.parametrize("limit", [3, 5])
+@pytest.mark.parametrize("limit", [3, pytest.param(5, marks=pytest.mark.long)])
 def test_seed_5_2_5_a_3x2_area_saves_the_defender_next_to_the_attacker(limit: int) -> None:
     """Seed 5.2.5: attacker J7 next to defender J8 (ours I7, I8); H8 leads to the 3 x 2 area
     F8..H9. "Defender has to move to H8"; after J7-J8 "the right move is H8-H9" (escape, evading
@@ -398,7 +398,7 @@ def test_seed_5_2_2_two_separate_empty_border_squares_with_no_escape(limit: int)
         assert check_against_game(board, state, ChaseRules(limit=limit)).captured
 
 
-@pytest.mark.parametrize("limit", [3, 5])
+@pytest.mark.parametrize("limit", [3, pytest.param(5, marks=pytest.mark.long)])
 def test_seed_5_2_6_an_empty_square_gives_access_to_a_circular_path(limit: int) -> None:
     """Seed 5.2.6 (built to the prose): the trap area I7..J10 has one empty border square, H9, and
     it opens a circuit round the piece on F8 (E7 G7 G9 E9 and between): escape."""

@@ -100,7 +100,9 @@ async def test_sigterm_while_idle_says_goodbye_and_exits_0(host: Host, bots: Bot
     assert goodbye["reason"] == "shutting down"
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.long)], ids=["SIGTERM", "SIGINT"]
+)
 async def test_a_signal_mid_game_finishes_the_game_then_exits_0(
     signum: int, host: Host, bots: BotProcesses
 ) -> None:
@@ -141,7 +143,11 @@ async def test_a_game_that_outlasts_the_grace_is_handed_back(host: Host, bots: B
     assert len(done) == 1 and '"end":"handed back"' in done[0].read_text()
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "signum, code",
+    [(signal.SIGTERM, 143), pytest.param(signal.SIGINT, 130, marks=pytest.mark.long)],
+    ids=["SIGTERM", "SIGINT"],
+)
 async def test_a_second_signal_quits_at_once(signum: int, code: int, host: Host, bots: BotProcesses) -> None:
     """No goodbye, no waiting: the process is gone within moments, its journal left behind, so a new
     process picks the game up again (the host gives it its resume grace)."""

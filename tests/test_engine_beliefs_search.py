@@ -211,7 +211,7 @@ def compare(view: Game, params: SearchParams, depth: int, beliefs: np.ndarray | 
     assert best_index(values) == best_index(expected)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [pytest.param(1, marks=pytest.mark.long), 2, 3])
 @pytest.mark.parametrize("matrix", [True, False], ids=["random-rows", "pool-rows"])
 def test_compiled_search_matches_reference_with_beliefs(seed: int, matrix: bool) -> None:
     view = mini_view(seed, random.Random(seed).randint(4, 40))

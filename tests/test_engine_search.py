@@ -73,7 +73,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("profile", "depth", "changes"), CASES)
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.long)])
 def test_compiled_search_matches_reference(profile: str, depth: int, changes: dict[str, Any], seed: int) -> None:
     compare(mini_view(seed), params_for(profile, **changes), depth)
 
@@ -116,6 +116,7 @@ def sparse_classic_view() -> Game:
     return game
 
 
+@pytest.mark.long
 def test_matches_reference_on_a_sparse_classic_board() -> None:
     game = sparse_classic_view()
     compare(game, params_for("perspecto", scout_runs=True), 4)

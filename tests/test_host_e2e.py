@@ -106,6 +106,7 @@ async def test_real_games_between_bot_processes(host: Host, bots: Bots) -> None:
     assert await asyncio.wait_for(b.wait(), 10) == 0
 
 
+@pytest.mark.long
 async def test_misbehaving_bots_forfeit_while_other_games_go_on(host: Host, bots: Bots) -> None:
     for i in range(1, 6):
         await bots.real(f"good{i}", seed=i)

@@ -121,6 +121,7 @@ async def play_hostile_game(host: HostProcess, bots: BotProcesses, answer: Answe
     return dict(game)
 
 
+@pytest.mark.long
 async def test_a_65_kb_error_in_a_setup_costs_the_hostile_bot_its_game_not_the_game_its_result(
     host_process: HostProcess, bots: BotProcesses
 ) -> None:
@@ -136,6 +137,7 @@ async def test_a_65_kb_error_in_a_setup_costs_the_hostile_bot_its_game_not_the_g
     assert len(game["detail"]) < 3000
 
 
+@pytest.mark.long
 async def test_a_move_with_6000_unknown_keys_costs_the_hostile_bot_its_game_not_the_game_its_result(
     host_process: HostProcess, bots: BotProcesses
 ) -> None:

@@ -353,7 +353,9 @@ def saved_standings(host: HostProcess) -> dict[str, Any]:
     return document
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.long)], ids=["SIGTERM", "SIGINT"]
+)
 async def test_a_signal_adjourns_a_game_that_outlasts_the_stop_grace(
     signum: int, host_process: HostProcess, bots: BotProcesses
 ) -> None:
@@ -419,7 +421,11 @@ async def test_a_signal_to_an_idle_host_exits_0_with_empty_standings(
     assert bots.events("a", "bot.goodbye")
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "signum, code",
+    [(signal.SIGTERM, 143), pytest.param(signal.SIGINT, 130, marks=pytest.mark.long)],
+    ids=["SIGTERM", "SIGINT"],
+)
 async def test_a_second_signal_quits_at_once(
     signum: int, code: int, host_process: HostProcess, bots: BotProcesses
 ) -> None:
@@ -456,6 +462,7 @@ async def test_standings_that_cannot_be_saved_are_still_printed(host_process: Ho
     assert "standings saved to" not in host_process.out and "Traceback" not in host_process.stderr
 
 
+@pytest.mark.long
 async def test_bots_stopped_during_a_game_leave_no_extra_game_behind(
     host_process: HostProcess, bots: BotProcesses
 ) -> None:

@@ -168,6 +168,7 @@ def test_the_sprt_stops_the_match_at_the_pair_that_decides_it() -> None:
     assert line.endswith("H1 accepted") and f"[{spec.lower:.2f}, {spec.upper:.2f}]" in line
 
 
+@pytest.mark.long
 def test_an_sprt_run_keeps_exactly_the_games_it_counted(tmp_path: Path) -> None:
     # Random movers that cannot finish in 30 plies draw every game: every pair alike, so the test accepts
     # H0 once the chance that a change worth elo1 = 10 left that many pairs alike is below beta: after

@@ -24,6 +24,7 @@ DEFAULT_SIGNATURE = 132_884_971  # 142_585_106 until beliefs became the default 
 FULL_DEPTH_SIGNATURE = 382_656_914  # 413_405_535 before beliefs
 
 
+@pytest.mark.long
 def test_the_default_bench_signature_is_pinned() -> None:
     signature = bench_signature()
     assert (signature.profile, signature.depth) == ("perspecto", DEFAULT_DEPTH)

@@ -317,6 +317,7 @@ def _simulate(elo: float, spec: SprtSpec, seed: int) -> tuple[dict[str | None, i
 TOLERANCE = 0.04
 
 
+@pytest.mark.long
 def test_sprt_accepts_h1_for_a_player_20_elo_stronger() -> None:
     spec = SprtSpec.parse("elo0=0 elo1=10 alpha=0.05 beta=0.05")
     verdicts, mean_games = _simulate(20.0, spec, seed=1)
@@ -326,6 +327,7 @@ def test_sprt_accepts_h1_for_a_player_20_elo_stronger() -> None:
     assert mean_games == pytest.approx(expected_games(spec, draw_ratio=0.2, true_elo=20.0), rel=0.15)
 
 
+@pytest.mark.long
 def test_sprt_accepts_h0_for_an_equal_player() -> None:
     spec = SprtSpec.parse("elo0=0 elo1=10 alpha=0.05 beta=0.05")
     verdicts, mean_games = _simulate(0.0, spec, seed=2)
@@ -361,6 +363,7 @@ def _lucky_pairs(
             np.where(decided, 0, rng.choice(3, size=count, p=game)))
 
 
+@pytest.mark.long
 def test_pentanomial_sprt_on_paired_games_with_setup_luck() -> None:
     # Pairs in which, 40 % of the time, the setups decide (each side wins with the good one: a win and a
     # loss, 1 point) and otherwise two independent games. The pentanomial test reaches the right verdict,

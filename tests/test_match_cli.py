@@ -52,6 +52,7 @@ def test_match_plays_alternating_colours_and_saves_replayable_records(tmp_path: 
     assert len(list((tmp_path / "logs").glob("*.log"))) == 2
 
 
+@pytest.mark.long
 def test_the_same_seed_plays_the_same_game(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     folders = [tmp_path / "one", tmp_path / "two"]
@@ -116,6 +117,7 @@ def test_replay_refuses_a_record_that_breaks_the_rules(played: Played, tmp_path:
     assert perspecto("replay", str(tmp_path / "missing.json")).returncode == 2
 
 
+@pytest.mark.long
 def test_no_command_plays_one_game(tmp_path: Path) -> None:
     run = perspecto(cwd=tmp_path)
     assert run.returncode == 0, run.stderr
@@ -166,6 +168,7 @@ def test_result_table_and_standings_count_the_tournament_way() -> None:
 # --- the lab's runner, the default of ``perspecto match`` ------------------------------------------------
 
 
+@pytest.mark.long
 def test_lab_match_prints_elo_and_the_sprt_and_writes_json_and_records(tmp_path: Path) -> None:
     summary = tmp_path / "summary.json"
     run = perspecto("match", "random", "random", "--max-games", "240", "--sprt", "elo0=0 elo1=10", "--move-limit", "30",

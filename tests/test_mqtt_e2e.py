@@ -339,6 +339,7 @@ async def test_host_command_serves_tcp_and_mqtt_at_once(broker: Broker, bots: Bo
             await host.wait()
 
 
+@pytest.mark.long
 async def test_match_over_mqtt(broker: Broker, tmp_path: Path) -> None:
     """``perspecto match --transport mqtt``: the match's bots reach its host through the broker."""
     match = await asyncio.create_subprocess_exec(

@@ -9,6 +9,7 @@ import json
 import random
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -188,6 +189,7 @@ async def a_real_game_still_works(host: Host) -> None:
     assert await asyncio.wait_for(asyncio.gather(*running), 5) == [0, 0]  # goodbye: both exit 0
 
 
+@pytest.mark.long
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     noise=st.lists(st.binary(max_size=400), max_size=5),

@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from bot.host.referee import Host, HostSettings
 from engine_ext.rules.pieces import Side
 from tests.helpers import kill_left_over, start_bot_process
@@ -26,6 +28,7 @@ async def perspecto(*args: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
+@pytest.mark.long
 async def test_results_agree_with_the_games_the_host_played(tmp_path: Path) -> None:
     host = Host(HostSettings(move_limit=40, move_time_max=1.0, grace=0.3, call_timeout=5.0))
     await host.start()

@@ -424,6 +424,7 @@ async def test_without_a_resume_grace_a_dropped_bot_forfeits_at_once(tmp_path: P
 # --- a real process, killed, over TCP ------------------------------------------------------------------------
 
 
+@pytest.mark.long
 async def test_a_bot_process_killed_mid_game_resumes_over_tcp(tmp_path: Path) -> None:
     host = Host(HostSettings(move_limit=300, move_time_max=1.0, grace=0.3, call_timeout=3.0,
                              records_dir=tmp_path / "records", resume_grace=20.0))

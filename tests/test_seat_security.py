@@ -83,7 +83,7 @@ class Network:
     open_channel: Callable[[str], Awaitable[Channel]]  # a new connection to the host, by an intruder id
 
 
-@pytest.fixture(params=["tcp", pytest.param("mqtt", marks=pytest.mark.mqtt)])
+@pytest.fixture(params=["tcp", pytest.param("mqtt", marks=[pytest.mark.mqtt, pytest.mark.long])])
 async def network(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Network]:
     # No tokens: the host that the issue is about. resume_grace on: the resume path is open.
     settings: dict[str, Any] = dict(move_limit=300, move_time_max=1.0, grace=0.3, call_timeout=3.0,

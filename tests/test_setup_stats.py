@@ -101,7 +101,7 @@ def test_counts_add_up(ruleset: Ruleset) -> None:
     assert sum(g["setups"] for g in data["flag"]["neighbour_bombs"]) == n
 
 
-@pytest.mark.parametrize("ruleset", [CLASSIC, BARRAGE])
+@pytest.mark.parametrize("ruleset", [pytest.param(CLASSIC, marks=pytest.mark.long), BARRAGE])
 def test_statistics_are_computed_from_the_data_file(ruleset: Ruleset) -> None:
     lines, skipped = read_gravon_lines(gravon_path(ruleset.name), ruleset)
     shipped = _shipped(ruleset.name)
@@ -114,6 +114,7 @@ def test_statistics_are_computed_from_the_data_file(ruleset: Ruleset) -> None:
     assert training["heldout_setups"] == {CLASSIC: 6759, BARRAGE: 466}[ruleset]
 
 
+@pytest.mark.long
 def test_the_pair_statistics_are_computed_from_the_training_part() -> None:
     lines, _skipped = read_gravon_lines(gravon_path("classic"), CLASSIC)
     shipped = json.loads(pairs_path("classic").read_text(encoding="utf-8"))

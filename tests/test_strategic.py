@@ -520,6 +520,7 @@ def _view(seed: int, plies: int, hide: float, classic: bool, range_attacks: bool
     return pos
 
 
+@pytest.mark.long
 @settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 10_000),

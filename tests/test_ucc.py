@@ -465,7 +465,7 @@ class Referee:
 # --- ``perspecto ucc`` under the scripted referee ------------------------------------------------------
 
 
-@pytest.mark.parametrize("colour", [Side.RED, Side.BLUE])
+@pytest.mark.parametrize("colour", [Side.RED, pytest.param(Side.BLUE, marks=pytest.mark.long)])
 def test_whole_game_as_a_child_process(colour: Side) -> None:
     started = time.monotonic()
     bot = Child("--seed", "11", "--move-time", "2")
@@ -549,7 +549,7 @@ def _quit_scenario(colour: Side, script: Callable[[Referee], None]) -> str | Non
     return None
 
 
-@pytest.mark.parametrize("colour", [Side.RED, Side.BLUE])
+@pytest.mark.parametrize("colour", [Side.RED, pytest.param(Side.BLUE, marks=pytest.mark.long)])
 def test_quit_at_any_point(colour: Side) -> None:
     # The scenarios run side by side: each is mostly the child's start-up time.
     with ThreadPoolExecutor(len(QUIT_POINTS)) as pool:
@@ -1046,6 +1046,7 @@ def test_the_old_example_does_not_run_under_a_referee_that_runs_a_bare_path(tmp_
     assert "not an executable file" in report["error"] and report["bot_moves"] == 0
 
 
+@pytest.mark.long
 def test_write_wrapper_rewrites_its_own_file_only(tmp_path: Path) -> None:
     wrapper = tmp_path / "w"
     assert write_wrapper(wrapper, "--profile", "random").returncode == 0
@@ -1105,7 +1106,10 @@ def random_wrapper(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return wrapper
 
 
-@pytest.mark.parametrize(("end", "seed"), [("win", 1), ("win", 2), ("win", 3), ("lose", 4)])
+@pytest.mark.parametrize(("end", "seed"), [
+    ("win", 1), pytest.param("win", 2, marks=pytest.mark.long), pytest.param("win", 3, marks=pytest.mark.long),
+    ("lose", 4),
+])
 def test_the_end_of_the_game_is_logged_though_the_referee_kills_at_once(
     end: str, seed: int, random_wrapper: Path, tmp_path: Path
 ) -> None:

@@ -144,6 +144,7 @@ async def test_the_bot_plays_the_programs_setup_and_moves_and_falls_back_when_it
     assert "QUIT" not in log.read_text()  # it was stopped, not asked to quit
 
 
+@pytest.mark.long
 def test_a_ucc_program_plays_a_match_on_the_local_host(tmp_path: Path) -> None:
     config = tmp_path / "config"
     (config / "profiles").mkdir(parents=True)

@@ -169,6 +169,7 @@ async def stop(process: asyncio.subprocess.Process) -> int:
         return await process.wait()
 
 
+@pytest.mark.long
 async def test_the_lab_shows_its_games_as_their_records_appear(tmp_path: Path) -> None:
     records = tmp_path / "records"
     records.mkdir()
@@ -190,6 +191,7 @@ async def test_the_lab_shows_its_games_as_their_records_appear(tmp_path: Path) -
             await process.wait()
 
 
+@pytest.mark.long
 async def test_play_shows_its_game_live_and_keeps_it_after_the_end(tmp_path: Path) -> None:
     process, url = await web_command("play", "--profile", "random", "--opponent", "random", "--seed", "3",
                                      "--move-limit", "150", "--records", str(tmp_path / "records"),
