@@ -35,7 +35,7 @@ from engine_ext.rules.game import Game, IllegalMove, MoveResult, RulesOptions
 from engine_ext.rules.notation import Move
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
-from engine_ext.rules.rulesets import SetupError, Square
+from engine_ext.rules.rulesets import MAX_HEIGHT, MAX_WIDTH, SetupError, Square
 
 # --- the reasons a game ends, as records and the protocol's gameOver spell them ----------------------------
 
@@ -311,7 +311,10 @@ def setup_labels(placement: Mapping[Square, Rank]) -> dict[str, str]:
 
 
 def _is_square(value: object) -> bool:
-    return isinstance(value, Square) and all(type(v) is int for v in (value.col, value.row))
+    """A square that can be named (A1..L12): one off this board is the rules' to judge, one beyond any board
+    is no square at all."""
+    return (isinstance(value, Square) and type(value.col) is int and type(value.row) is int
+            and 0 <= value.col < MAX_WIDTH and 0 <= value.row < MAX_HEIGHT)
 
 
 def _is_side(value: object) -> bool:
