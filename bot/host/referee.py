@@ -5,6 +5,9 @@ gets ``illegalSetup`` and one second chance, then the game is forfeited), tells 
 pieces stand, and then asks for moves in turn: every move is checked by the rules engine, must arrive
 within ``moveTimeMax`` (plus a small network grace), and is reported back to both bots with the ranks an
 attack reveals. It ends with ``gameOver`` to both, a score from the tournament table and a game record.
+What each answer means for the game (a setup accepted, a move played, a forfeit, the end, the record) is the
+referee core's (engine_ext/rules/referee.py, which the lab's runner drives too): this module does the talking
+and the timing, and reports every answer and every failure to it.
 
 Whatever a bot does (errors, garbage, silence, disconnecting) ends at worst in that bot's forfeit of that
 game: the host and its other games carry on.

@@ -1,4 +1,5 @@
-"""Engine against engine without the bot: a full-information referee game and each side's view.
+"""Engine against engine without the bot: the referee core's game (engine_ext/rules/referee.py) and each
+side's view.
 
 Used by the engine's tests and by the strength lab's runner (engine_ext/lab/runner.py), which plays
 matches with it: ``play_game`` here is the tests' quick loop, the runner the one with limits, pairs and
