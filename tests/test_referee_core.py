@@ -36,6 +36,7 @@ from engine_ext.rules.referee import (
     PlayerLeft,
     PlayStarted,
     Referee,
+    RefereeError,
     Rejected,
     SetupAccepted,
     SetupRejected,
@@ -334,6 +335,10 @@ def test_only_the_drivers_mistakes_raise() -> None:
         core.submit("a move")  # type: ignore[arg-type]
     with pytest.raises(UnknownEvent):
         core.submit(None)  # type: ignore[arg-type]
+    with pytest.raises(RefereeError, match="needs a Side"):
+        core.submit(TimeExpired("red", "no answer"))  # type: ignore[arg-type]
+    with pytest.raises(RefereeError, match="at least one setup attempt"):
+        Referee(RulesOptions(), setup_attempts=0)
 
 
 def test_the_protocol_sends_the_cores_reasons_and_old_records_read_the_same() -> None:

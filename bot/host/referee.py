@@ -790,7 +790,8 @@ class _Referee:
         if failure is not None:
             self.core.submit(Adjourned(failure))
         elif self._playing.cancelled():
-            self.core.submit(Adjourned(self._adjourned or "adjourned"))
+            assert self._adjourned is not None  # a cancel that was not adjourn() was raised above
+            self.core.submit(Adjourned(self._adjourned))
         verdict = self.core.verdict
         if verdict is None:  # the host's bug: its calls stopped before the game was decided
             log.error("host.game_undecided", game=self.game_id)
@@ -971,10 +972,10 @@ class _Referee:
             if self.setups[side]:
                 return  # accepted (the game may be over all the same: the other side forfeited)
             forfeit = self.core.forfeit_of(side)
-            problem = outcome.reason if isinstance(outcome, SetupRejected) else forfeit[1] if forfeit else str(outcome)
+            problem = outcome.reason if isinstance(outcome, SetupRejected) else forfeit[1] if forfeit else ""
             log.warning("host.illegal_setup", game=self.game_id, bot=self.players[side].name,
                         attempt=attempt, problem=problem)
-            if not isinstance(outcome, SetupRejected):
+            if not isinstance(outcome, SetupRejected):  # that was the last attempt: the core has the forfeit
                 raise _Forfeit(side)
             rejection = IllegalSetupParams(reason=outcome.reason, attempts_left=outcome.attempts_left)
             await self._call(side, "illegalSetup", rejection)

@@ -26,7 +26,7 @@ one too, and a side that cannot take it forfeits).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -559,7 +559,7 @@ def result_fields(verdict: Verdict, extra: Mapping[str, Any] | None = None) -> d
     }
 
 
-_HANDLERS: Mapping[type, Any] = {
+_HANDLERS: Mapping[type, Callable[[Referee, Any], Outcome]] = {
     SetupSubmitted: Referee._setup,
     SetupUnreadable: Referee._setup,
     SetupsShown: Referee._show,
