@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from engine_ext.rules.game import Game, IllegalMove, RulesOptions
 from engine_ext.rules.notation import Move
 from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.record import GameRecord
 from engine_ext.rules.referee import (
     ADJOURNED,
     END_REASONS,
@@ -345,3 +346,52 @@ def test_the_protocol_sends_the_cores_reasons_and_old_records_read_the_same() ->
     assert tuple(WIRE_END_REASONS) == tuple(END_REASONS)
     assert canonical_reason("forfeit_setup") == FORFEIT_ILLEGAL_SETUP
     assert all(canonical_reason(reason) == reason for reason in END_REASONS)
+
+
+SIDES = st.sampled_from(list(Side))
+TEXT = st.text(max_size=20)
+
+
+def any_event(setups: Mapping[Side, Mapping[Square, Rank]]) -> st.SearchStrategy[Any]:
+    """Any event a driver may report, in any order: good and junk setups, moves, failures, goodbyes."""
+    return st.one_of(
+        st.builds(lambda side: SetupSubmitted(side, setups[side]), SIDES),
+        st.builds(SetupSubmitted, SIDES, JUNK_PLACEMENTS),
+        st.builds(SetupUnreadable, SIDES, TEXT),
+        st.just(SetupsShown()),
+        st.builds(MoveSubmitted, SIDES, JUNK_MOVES),
+        st.builds(MoveUnreadable, SIDES, TEXT),
+        st.builds(TimeExpired, SIDES, TEXT),
+        st.builds(PlayerGone, SIDES, TEXT),
+        st.builds(PlayerFailed, SIDES, TEXT),
+        st.builds(PlayerLeft, SIDES),
+        st.builds(Adjourned, TEXT),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), ruleset=RULESETS, seed=st.integers(0, 1000))
+def test_any_sequence_of_events_keeps_the_game_consistent(data: st.DataObject, ruleset: Ruleset, seed: int) -> None:
+    setups = placements(ruleset, seed)
+    core = Referee(RulesOptions(ruleset=ruleset), names=NAMES)
+    rng = random.Random(seed)
+    for event in data.draw(st.lists(any_event(setups), max_size=25)):
+        if rng.random() < 0.5 and core.side_to_move is not None and core.game is not None:
+            core.submit(MoveSubmitted(core.side_to_move, rng.choice(core.game.legal_moves())))
+        outcome = core.submit(event)
+        verdict = core.verdict
+        if isinstance(outcome, Ended):
+            assert outcome.verdict == verdict
+        if verdict is None:
+            continue
+        assert verdict.reason in END_REASONS
+        if verdict.forfeits and not verdict.adjourned:
+            assert verdict.winner == (None if len(verdict.forfeits) == 2 else next(iter(verdict.forfeits)).other)
+        assert verdict.plies == len(core.moves)
+    if core.over:
+        record = core.record()
+        assert GameRecord.from_json(record.to_json()) == record
+        assert isinstance(core.submit(SetupsShown()), Rejected)
+    else:
+        with pytest.raises(NotOver):
+            core.record()
