@@ -267,6 +267,7 @@ def test_a_program_that_cannot_set_up_forfeits_and_the_match_goes_on(tmp_path: P
     record = GameRecord.load(sorted(tmp_path.glob("*.json"))[0])
     assert record.result is not None and record.result["forfeits"] == ["red"]
     assert record.result["scores"] == {"red": 0, "blue": 6} and "broken gave no usable setup" in record.result["detail"]
+    assert record.red.setup == {} and record.blue.setup  # as the host records it: no setup was accepted
 
 
 def test_a_ucc_program_plays_in_the_runner_with_its_own_setup(tmp_path: Path) -> None:
