@@ -32,6 +32,7 @@ from pydantic.alias_generators import to_camel
 
 from engine_ext.rules.game import MAX_MOVE_LIMIT
 from engine_ext.rules.pieces import ATTACKER_WINS, BOTH_DIE, Rank, Side, combat
+from engine_ext.rules.referee import END_REASONS as CORE_END_REASONS
 from engine_ext.rules.rulesets import RULESETS, Square
 from protocol.limits import DETAIL_MAX, clip
 from protocol.validation import validation_text
@@ -478,19 +479,9 @@ class GameOverParams(NotificationModel):
     detail: ClippedText | None = None
 
 
-END_REASONS = (
-    "flag",  # the flag was captured
-    "no_moves",  # the side to move had no legal move
-    "no_movable_pieces",  # neither side can move: a draw
-    "move_limit",  # the move limit was reached: a draw
-    "forfeit_crash",  # the bot disconnected or broke the protocol
-    "forfeit_timeout",  # no answer within the deadline
-    "forfeit_illegal_move",
-    "forfeit_illegal_setup",  # illegal twice: after illegalSetup, the second chance failed too
-    "forfeit_error",  # the bot answered a required call with an error
-    "adjourned",  # the host stopped the game unfinished (shutting down): no winner, no points
-    "void",  # the game never started (a bot said goodbye before the board was set up): not a game
-)
+# The reasons a game ends (``gameOver``'s ``reason``): the referee core's table (engine_ext/rules/referee.py),
+# which the host and the lab's records share.
+END_REASONS = tuple(CORE_END_REASONS)
 
 
 # --- the method tables ------------------------------------------------------------------------------

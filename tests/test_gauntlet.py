@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -149,8 +150,8 @@ def test_a_bad_setup_is_the_forfeit_of_its_side() -> None:
                       "/x/red RED BAD_SETUP 0 0 148"])
     record = log_to_record(parse_referee_log(text), names=NAMES)
     assert record.result is not None
-    assert (record.result["winner"], record.result["reason"], record.result["forfeits"]) == ("blue", "forfeit_setup",
-                                                                                              ["red"])
+    result = (record.result["winner"], record.result["reason"], record.result["forfeits"])
+    assert result == ("blue", "forfeit_illegal_setup", ["red"])
 
 
 # --- the analysis: known raiders in the victim's half -------------------------------------------------------
@@ -279,3 +280,11 @@ def test_a_game_at_the_referees_turn_cap_is_a_draw_by_the_move_limit() -> None:
     record = log_to_record(parse_referee_log(referee_log(moves, ending)), names=NAMES, max_turns=4)
     assert record.result is not None and (record.result["winner"], record.result["reason"]) == (None, "move_limit")
     analyse_record(record)
+
+
+def test_an_old_records_forfeit_setup_counts_as_the_illegal_setup_it_was() -> None:
+    # Records written before the referee core spelled the lab's and this reader's setup forfeit forfeit_setup.
+    analysis = analyse_record(log_to_record(parse_referee_log(referee_log(MOVES, TIMEOUT_END)), names=NAMES))
+    old = replace(analysis, result={"winner": "blue", "reason": "forfeit_setup", "plies": 0, "forfeits": ["red"]})
+    ours = gauntlet_game(old, NAMES[Side.RED])
+    assert ours is not None and ours.reason == "forfeit_illegal_setup" and ours.loss == "forfeit_illegal_setup"

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.host.referee import SCORE_FORFEIT, SCORE_WIN, BotSession, GameResult, Host, HostSettings
+from bot.host.referee import BotSession, GameResult, Host, HostSettings
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
+from engine_ext.rules.referee import SCORE_FORFEIT, SCORE_WIN
 from engine_ext.rules.replay import replay_positions
 
 REPO = Path(__file__).resolve().parents[1]

@@ -263,11 +263,12 @@ def test_a_program_that_cannot_set_up_forfeits_and_the_match_goes_on(tmp_path: P
                   pairs=1, source=GeneratedSetups(CLASSIC), seed=2, limits=Limits(), rules=Rules(move_limit=20),
                   records=tmp_path)
     run_matches([match])
-    assert [g.reason for g in match.games] == ["forfeit_setup", "forfeit_setup"]
+    assert [g.reason for g in match.games] == ["forfeit_illegal_setup", "forfeit_illegal_setup"]
     assert [g.a_score for g in match.games] == [0.0, 0.0]
     record = GameRecord.load(sorted(tmp_path.glob("*.json"))[0])
     assert record.result is not None and record.result["forfeits"] == ["red"]
     assert record.result["scores"] == {"red": 0, "blue": 6} and "broken gave no usable setup" in record.result["detail"]
+    assert record.red.setup == {} and record.blue.setup  # as the host records it: no setup was accepted
 
 
 def test_a_ucc_program_plays_in_the_runner_with_its_own_setup(tmp_path: Path) -> None:

@@ -5,6 +5,9 @@ gets ``illegalSetup`` and one second chance, then the game is forfeited), tells 
 pieces stand, and then asks for moves in turn: every move is checked by the rules engine, must arrive
 within ``moveTimeMax`` (plus a small network grace), and is reported back to both bots with the ranks an
 attack reveals. It ends with ``gameOver`` to both, a score from the tournament table and a game record.
+What each answer means for the game (a setup accepted, a move played, a forfeit, the end, the record) is the
+referee core's (engine_ext/rules/referee.py, which the lab's runner drives too): this module does the talking
+and the timing, and reports every answer and every failure to it.
 
 Whatever a bot does (errors, garbage, silence, disconnecting) ends at worst in that bot's forfeit of that
 game: the host and its other games carry on.
@@ -31,10 +34,31 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bot import __version__
 from bot.game_options import GameOptions
-from engine_ext.rules.game import Game, IllegalMove, Move, MoveResult, RulesOptions
+from engine_ext.rules.game import Game, Move, MoveResult, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
-from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
-from engine_ext.rules.rulesets import RULESETS, SetupError, Square
+from engine_ext.rules.record import GameRecord, RecordedMove
+from engine_ext.rules.referee import (
+    ADJOURNED,
+    VOID,
+    Adjourned,
+    Event,
+    Failure,
+    MoveAccepted,
+    MoveSubmitted,
+    MoveUnreadable,
+    PlayerFailed,
+    PlayerGone,
+    PlayerLeft,
+    Referee,
+    Rejected,
+    SetupRejected,
+    SetupsShown,
+    SetupSubmitted,
+    SetupUnreadable,
+    TimeExpired,
+    Verdict,
+)
+from engine_ext.rules.rulesets import RULESETS, Square
 from protocol import errors
 from protocol.codec import DEFAULT_MAX_LINE, host_codec
 from protocol.endpoint import Channel, Endpoint
@@ -64,13 +88,10 @@ from protocol.tcp import serve
 
 log = structlog.get_logger()
 
-# The tournament's table.
-SCORE_WIN, SCORE_DRAW, SCORE_LOSS, SCORE_FORFEIT = 6, 3, 1, 0
-# A game the host stopped before it was over (``perspecto host`` shutting down): recorded with its moves so
-# far, scored for nobody.
-ADJOURNED = "adjourned"
-# A game that never started because a bot said goodbye before it: not a game, so neither scored nor recorded.
-VOID = "void"
+# The rules of a game (setups, moves, forfeits, its end, its record) are the referee core's
+# (engine_ext/rules/referee.py), which the lab's runner drives too; the host talks to the bots and reports to it.
+# Two of its ends are no result: ``adjourned`` (stopped unfinished: recorded, scored for nobody) and ``void``
+# (never started: neither scored nor recorded).
 
 
 class HostSettings(GameOptions):
@@ -150,6 +171,10 @@ class GameResult:
     record_error: str | None = None  # why the record could not be saved (a full disk): the result stands
 
     @property
+    def verdict(self) -> Verdict:
+        return Verdict(self.winner, self.reason, self.plies, self.forfeits, self.detail)
+
+    @property
     def adjourned(self) -> bool:
         return self.reason == ADJOURNED
 
@@ -158,23 +183,11 @@ class GameResult:
         return self.reason == VOID
 
     def score(self, side: Side) -> int:
-        if self.adjourned or self.void:
-            return 0  # not played out: no points for either side
-        if side in self.forfeits:
-            return SCORE_FORFEIT
-        if self.winner is None:
-            return SCORE_DRAW
-        return SCORE_WIN if self.winner == side else SCORE_LOSS
+        return self.verdict.score(side)
 
     def outcome_for(self, side: Side) -> str:
         """``win``, ``draw``, ``loss``, ``forfeit``, ``adjourned`` or ``void``."""
-        if self.adjourned or self.void:
-            return self.reason
-        if side in self.forfeits:
-            return "forfeit"
-        if self.winner is None:
-            return "draw"
-        return "win" if self.winner == side else "loss"
+        return self.verdict.outcome_for(side)
 
     def summary(self) -> str:
         more = f": {self.detail}" if self.detail else ""
@@ -226,19 +239,11 @@ def standings(results: Iterable[GameResult]) -> dict[str, Tally]:
 
 
 class _Forfeit(Exception):
-    """One or more sides forfeit the game (a list, since both bots can fail in the setup phase)."""
+    """A side is out of the game: the referee core has its forfeit; this only stops the calls."""
 
-    def __init__(self, side: Side, reason: str, detail: str) -> None:
-        super().__init__(f"{side} forfeits: {reason}: {detail}")
-        self.sides: dict[Side, tuple[str, str]] = {side: (reason, detail)}
-
-    @classmethod
-    def combine(cls, failures: Iterable[_Forfeit]) -> _Forfeit:
-        failures = list(failures)
-        combined = failures[0]
-        for other in failures[1:]:
-            combined.sides.update(other.sides)
-        return combined
+    def __init__(self, side: Side) -> None:
+        super().__init__(f"{side} forfeits")
+        self.side = side
 
 
 class _BadSetupAnswer(Exception):
@@ -292,23 +297,19 @@ class GameObserver(Protocol):
 
 
 async def _all_or_forfeits(*steps: Awaitable[None]) -> None:
-    """Await the steps together; if any forfeits, raise one ``_Forfeit`` naming every side that did
-    (both bots can fail in the setup phase)."""
+    """Await the steps together (both bots can fail at once: the core takes every forfeit); if any side
+    forfeited, raise a ``_Forfeit`` once all are done."""
     outcomes = await asyncio.gather(*steps, return_exceptions=True)
     for outcome in outcomes:
         if isinstance(outcome, BaseException) and not isinstance(outcome, _Forfeit):
             raise outcome
     failures = [o for o in outcomes if isinstance(o, _Forfeit)]
     if failures:
-        raise _Forfeit.combine(failures)
+        raise failures[0]
 
 
 def _error_detail(method: str, exc: errors.RpcError) -> str:
     return f"{method} answered error {exc.code}: {exc.message}"
-
-
-def _setup_labels(placement: dict[Square, Rank]) -> dict[str, str]:
-    return {str(sq): rank.label for sq, rank in sorted(placement.items(), key=lambda i: (i[0].row, i[0].col))}
 
 
 def _safe_file_name(game_id: str) -> str:
@@ -672,7 +673,9 @@ class Host:
 
 
 class _Referee:
-    """One game between two sessions."""
+    """One game between two sessions: the talking and the timing. What the bots' answers mean for the game
+    (a setup accepted or not, a move played or forfeited, how the game ended, its record) is the referee
+    core's (engine_ext/rules/referee.py, ``self.core``), to which every answer and every failure is reported."""
 
     def __init__(
         self, host: Host, game_id: str, players: dict[Side, BotSession], on_move: MoveObserver | None
@@ -683,9 +686,7 @@ class _Referee:
         self.game_id = game_id
         self.players = players
         self.on_move = on_move
-        self.setups: dict[Side, dict[Square, Rank]] = {Side.RED: {}, Side.BLUE: {}}
         self.think = {Side.RED: 0.0, Side.BLUE: 0.0}
-        self.game: Game | None = None
         # For resuming bots: the calls of this game each bot has answered, the call on its way to it, what
         # is left of its allowance for coming back, and the seconds spent waiting for it (outages, resumes),
         # which are nobody's thinking time.
@@ -699,14 +700,22 @@ class _Referee:
         self._adjourned: str | None = None  # why the host adjourned the game, once it has
         self._over = asyncio.Event()  # run() has returned
         self._told = 0  # the plies told to the host's observers
-        self.record = GameRecord(
-            ruleset=self.rules.ruleset.name,
-            options=self.settings.record_options(),
-            red=RecordedPlayer(players[Side.RED].name, {}),
-            blue=RecordedPlayer(players[Side.BLUE].name, {}),
-            game_id=game_id,
+        # An illegal setup gets ``illegalSetup`` and one second chance (docs/protocol.md).
+        self.core = Referee(
+            self.rules, names={side: session.name for side, session in players.items()}, game_id=game_id,
             started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            record_options=self.settings.record_options(), setup_attempts=2,
         )
+
+    @property
+    def setups(self) -> dict[Side, dict[Square, Rank]]:
+        """The setups the core accepted (empty for a side that gave no legal one)."""
+        return self.core.setups
+
+    def _report(self, failure: Failure) -> _Forfeit:
+        """Tell the core what a bot did wrong; the ``_Forfeit`` to raise to stop that side's calls."""
+        self.core.submit(failure)
+        return _Forfeit(failure.side)
 
     async def run(self) -> GameResult:
         self.host._live[self.game_id] = self
@@ -729,41 +738,41 @@ class _Referee:
     async def _play(self) -> None:
         await self._both(self._set_up)
         await self._both(self._announce_opponent_setup)
-        self.game = Game(self.rules, self.setups[Side.RED], self.setups[Side.BLUE])
+        self.core.submit(SetupsShown())
+        game = self.core.game
+        assert game is not None  # both setups are in
         started = GameStarted(
             game_id=self.game_id, names={side: p.name for side, p in self.players.items()}, options=self.rules,
-            setups={side: dict(placement) for side, placement in self.setups.items()}, started=self.record.started,
+            setups={side: dict(placement) for side, placement in self.setups.items()}, started=self.core.started,
             move_time_max=self.settings.move_time_max,
         )
         self.host._publish(lambda observer: observer.game_started(started))
         if self.on_move is not None:
-            await self.on_move(self.game, None)
-        while self.game.result is None:
-            side, thought = self.game.side_to_move, self.think[self.game.side_to_move]
+            await self.on_move(game, None)
+        while not self.core.over:
+            side, thought = game.side_to_move, self.think[game.side_to_move]
             try:
-                await self._turn(self.game)
+                await self._turn(game)
             finally:  # a move on the board is told even when telling the bots about it failed
-                if len(self.record.moves) == len(self.game.history) == self.game.ply > self._told:
-                    self._publish_move(side, self.think[side] - thought)
+                if len(self.core.moves) == len(game.history) == game.ply > self._told:
+                    self._publish_move(game, side, self.think[side] - thought)
 
-    def _publish_move(self, side: Side, seconds: float) -> None:
-        assert self.game is not None
-        event = MovePlayed(game_id=self.game_id, ply=self.game.ply, played=self.game.history[-1],
-                           recorded=self.record.moves[-1], seconds=seconds)
+    def _publish_move(self, game: Game, side: Side, seconds: float) -> None:
+        event = MovePlayed(game_id=self.game_id, ply=game.ply, played=game.history[-1],
+                           recorded=self.core.moves[-1], seconds=seconds)
         self._told = event.ply
         self.host._publish(lambda observer: observer.move_played(event))
 
     async def _run(self) -> GameResult:
         started = time.monotonic()
-        forfeits: dict[Side, tuple[str, str]] = {}
         failure: str | None = None  # the host's own bug in this game, if one stopped it
         self._playing = asyncio.ensure_future(self._play())
         if self._adjourned is not None:  # adjourned before it began
             self._playing.cancel()
         try:
             await self._playing
-        except _Forfeit as forfeit:
-            forfeits = forfeit.sides
+        except _Forfeit:
+            pass  # the core has the forfeits
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if self._adjourned is None or (current is not None and current.cancelling()):
@@ -775,28 +784,23 @@ class _Referee:
             log.exception("host.game_failed", game=self.game_id)
             failure = f"the host failed: {exc!r}"
         self.decided = True
-        plies = self.game.ply if self.game is not None else 0
-        left = [side for side in forfeits if self.players[side].left]
-        detail: str | None
+        for side, session in self.players.items():
+            if session.left:  # said goodbye to the host: gone before the setups were shown, the game is void
+                self.core.submit(PlayerLeft(side))
         if failure is not None:
-            winner, reason, detail, forfeits = None, ADJOURNED, failure, {}
+            self.core.submit(Adjourned(failure))
         elif self._playing.cancelled():
-            winner, reason, detail, forfeits = None, ADJOURNED, self._adjourned, {}
-        elif forfeits and self.game is None and len(left) == len(forfeits):
-            # Gone before the board was set up: that bot said goodbye to the host, not to this game.
-            gone = " and ".join(f"{self.players[side].name} ({side})" for side in left)
-            winner, reason, detail, forfeits = None, VOID, f"the game never started: {gone} said goodbye", {}
-        elif forfeits:
-            winner = None if len(forfeits) == 2 else next(iter(forfeits)).other
-            reason, detail = forfeits.get(Side.RED) or forfeits[Side.BLUE]
-            if len(forfeits) == 2:
-                detail = "; ".join(f"{side}: {d}" for side, (_r, d) in forfeits.items())
-        else:
-            assert self.game is not None and self.game.result is not None
-            winner, reason, detail = self.game.result.winner, self.game.result.reason, None
+            assert self._adjourned is not None  # a cancel that was not adjourn() was raised above
+            self.core.submit(Adjourned(self._adjourned))
+        verdict = self.core.verdict
+        if verdict is None:  # the host's bug: its calls stopped before the game was decided
+            log.error("host.game_undecided", game=self.game_id)
+            self.core.submit(Adjourned("the host failed: the game stopped undecided"))
+            verdict = self.core.verdict
+            assert verdict is not None  # adjourned
         result = GameResult(
-            game_id=self.game_id, names={s: p.name for s, p in self.players.items()}, winner=winner,
-            reason=reason, plies=plies, forfeits=frozenset(forfeits), detail=detail,
+            game_id=self.game_id, names={s: p.name for s, p in self.players.items()}, winner=verdict.winner,
+            reason=verdict.reason, plies=verdict.plies, forfeits=verdict.forfeits, detail=verdict.detail,
             seconds=time.monotonic() - started, think_seconds=dict(self.think),
         )
         try:
@@ -831,7 +835,7 @@ class _Referee:
                 try:
                     answer = await call_pausing_outages(endpoint, method, params, timeout)
                 except errors.CallTimeout:
-                    raise _Forfeit(side, "forfeit_timeout", f"no answer to {method} within {timeout:g} s") from None
+                    raise self._report(TimeExpired(side, f"no answer to {method} within {timeout:g} s")) from None
                 except errors.ConnectionClosed as exc:
                     if await self._resumed(side, endpoint):
                         continue
@@ -844,7 +848,7 @@ class _Referee:
                     elif self.settings.resume_grace > 0 and self.players[side].resumable:
                         # _resumed waited for it in vain
                         detail += f"; it did not come back within the resume grace of {self.settings.resume_grace:g} s"
-                    raise _Forfeit(side, "forfeit_crash", detail) from None
+                    raise self._report(PlayerGone(side, detail)) from None
                 except (errors.RpcError, errors.BadResult):
                     self.answered[side] += 1  # an answer all the same: the bot handled the call
                     raise
@@ -932,9 +936,9 @@ class _Referee:
         try:
             return await self._request(side, method, params)
         except errors.BadResult as exc:
-            raise _Forfeit(side, "forfeit_crash", str(exc)) from None
+            raise self._report(PlayerGone(side, str(exc))) from None
         except errors.RpcError as exc:
-            raise _Forfeit(side, "forfeit_error", _error_detail(method, exc)) from None
+            raise self._report(PlayerFailed(side, _error_detail(method, exc))) from None
 
     async def _inform(self, side: Side, method: str, params: BaseModel) -> None:
         """A call that only informs the bot: an error answer is logged (the host is the authority on the
@@ -957,23 +961,24 @@ class _Referee:
     async def _set_up(self, side: Side) -> None:
         for params in self._option_params(side):
             await self._inform(side, "setGameOption", params)
-        problem = ""
-        for attempt in (1, 2):
+        for attempt in itertools.count(1):
             await self._call(side, "createAISetup", CreateAISetupParams())
+            event: Event
             try:
-                placement = await self._read_setup(side)
-                self.rules.ruleset.validate_setup(side, placement)
-            except (_BadSetupAnswer, SetupError) as exc:
-                problem = str(exc)
-                log.warning("host.illegal_setup", game=self.game_id, bot=self.players[side].name,
-                            attempt=attempt, problem=problem)
-                if attempt == 1:
-                    rejection = IllegalSetupParams(reason=problem, attempts_left=1)
-                    await self._call(side, "illegalSetup", rejection)
-                continue
-            self.setups[side] = placement
-            return
-        raise _Forfeit(side, "forfeit_illegal_setup", problem)
+                event = SetupSubmitted(side, await self._read_setup(side))
+            except _BadSetupAnswer as exc:
+                event = SetupUnreadable(side, str(exc))
+            outcome = self.core.submit(event)
+            if self.setups[side]:
+                return  # accepted (the game may be over all the same: the other side forfeited)
+            forfeit = self.core.forfeit_of(side)
+            problem = outcome.reason if isinstance(outcome, SetupRejected) else forfeit[1] if forfeit else ""
+            log.warning("host.illegal_setup", game=self.game_id, bot=self.players[side].name,
+                        attempt=attempt, problem=problem)
+            if not isinstance(outcome, SetupRejected):  # that was the last attempt: the core has the forfeit
+                raise _Forfeit(side)
+            rejection = IllegalSetupParams(reason=outcome.reason, attempts_left=outcome.attempts_left)
+            await self._call(side, "illegalSetup", rejection)
 
     async def _read_setup(self, side: Side) -> dict[Square, Rank]:
         ruleset = self.rules.ruleset
@@ -1003,9 +1008,9 @@ class _Referee:
         try:
             answer = await self._request(side, "getAIMove", GetAIMoveParams(ply=game.ply), timeout=limit)
         except errors.BadResult as exc:  # not even a move on the board
-            raise _Forfeit(side, "forfeit_illegal_move", str(exc)) from None
+            raise self._report(MoveUnreadable(side, str(exc))) from None
         except errors.RpcError as exc:
-            raise _Forfeit(side, "forfeit_error", _error_detail("getAIMove", exc)) from None
+            raise self._report(PlayerFailed(side, _error_detail("getAIMove", exc))) from None
         finally:
             self.think[side] += time.monotonic() - asked - (self.waited[side] - waited)
         assert isinstance(answer, GetAIMoveResult)
@@ -1013,16 +1018,13 @@ class _Referee:
         if answer.info_problem is not None:  # the move stands on its own: a bad info is dropped, never forfeited
             log.warning("host.move_info_dropped", game=self.game_id, bot=self.players[side].name, side=str(side),
                         ply=game.ply, problem=answer.info_problem)
-        try:
-            played = game.play(move)
-        except IllegalMove as exc:
-            raise _Forfeit(side, "forfeit_illegal_move", str(exc)) from None
-        self.record.moves.append(RecordedMove(
-            side=str(side), move=str(move), outcome=played.outcome,
-            attacker=played.attacker.label if played.attacker is not None else None,
-            defender=played.defender.label if played.defender is not None else None,
-            info=answer.info.to_wire() if answer.info is not None else None,
-        ))
+        info = answer.info.to_wire() if answer.info is not None else None
+        outcome = self.core.submit(MoveSubmitted(side, move, info))
+        if isinstance(outcome, Rejected):  # the host asked the side to move: a bug of its own
+            raise RuntimeError(f"the referee core refused the host's move report: {outcome.reason}")
+        if not isinstance(outcome, MoveAccepted):
+            raise _Forfeit(side)  # an illegal move
+        played = outcome.played
         report = MoveReport.of(move.frm, move.to, played.attacker, played.defender, played.outcome)
         await _all_or_forfeits(
             self._inform(side, "submitAIMoveResult", report),
@@ -1048,22 +1050,13 @@ class _Referee:
                 log.exception("host.game_over_not_sent", game=self.game_id, bot=session.name)
 
     def _finish_record(self, result: GameResult) -> None:
-        self.record.red.setup = _setup_labels(self.setups[Side.RED])
-        self.record.blue.setup = _setup_labels(self.setups[Side.BLUE])
-        self.record.result = {
-            "winner": str(result.winner) if result.winner is not None else None,
-            "reason": result.reason, "plies": result.plies,
-            "forfeits": sorted(str(s) for s in result.forfeits),
-            "scores": {"red": result.score(Side.RED), "blue": result.score(Side.BLUE)},
-            **({"detail": result.detail} if result.detail else {}),
-        }
-        result.record = self.record
+        record = result.record = self.core.record()
         records_dir = self.settings.records_dir
         if records_dir is not None:
             path = records_dir / f"{_safe_file_name(self.game_id)}.json"
             try:
                 records_dir.mkdir(parents=True, exist_ok=True)
-                self.record.save(path)
+                record.save(path)
             except OSError as exc:  # a full or read-only disk costs the file, never the game's result
                 result.record_error = f"{path}: {exc.strerror or exc}"
                 log.error("host.record_not_saved", game=self.game_id, path=str(path), error=str(exc))

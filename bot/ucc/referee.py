@@ -37,6 +37,7 @@ from typing import Any
 from engine_ext.rules.game import MAX_MOVE_LIMIT, Game, IllegalMove, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
+from engine_ext.rules.referee import FORFEIT_ILLEGAL_SETUP
 from engine_ext.rules.rulesets import CLASSIC, Ruleset, Square
 from protocol.ucc import Outcome, OutcomeKind, UccMove, UccProtocolError, parse_referee_line, parse_setup_lines
 
@@ -223,7 +224,7 @@ def log_to_record(log: RefereeLog, *, names: dict[Side, str], game_id: str = "",
     if setup_error is not None:
         bad = referee.colour if referee is not None and referee.outcome == "BAD_SETUP" else None
         forfeits = [str(bad)] if bad is not None else [str(Side.RED), str(Side.BLUE)]
-        record.result = {"winner": str(bad.other) if bad is not None else None, "reason": "forfeit_setup",
+        record.result = {"winner": str(bad.other) if bad is not None else None, "reason": FORFEIT_ILLEGAL_SETUP,
                          "plies": 0, "forfeits": forfeits, "detail": setup_error,
                          **({"referee": referee_json} if referee_json else {})}
         return record

@@ -25,11 +25,12 @@ from engine_ext.lab.analysis import GameAnalysis
 from engine_ext.lab.causes import Cause
 from engine_ext.lab.stats import Trinomial, normal_quantile
 from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.referee import canonical_reason
 
 # Why a lost game ended, from its result's reason.
 LOSS_FLAG = "flag"
 LOSS_NO_MOVES = "no_moves"  # no movable piece left, or none that may move
-LOSS_FORFEIT = "forfeit"  # when the reason does not say which (forfeit_setup, forfeit_timeout... do)
+LOSS_FORFEIT = "forfeit"  # when the reason does not say which (forfeit_illegal_setup, forfeit_timeout... do)
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,15 @@ def gauntlet_game(game: GameAnalysis, ours: str) -> GauntletGame | None:
         return None
     side = sides[0]
     result = game.result or {}
-    winner, reason = result.get("winner"), str(result.get("reason") or "unknown")
+    # An old record may spell a reason as it is no longer written (``forfeit_setup``): counted as it is now.
+    winner, reason = result.get("winner"), canonical_reason(str(result.get("reason") or "unknown"))
     forfeits = {Side.parse(s) for s in result.get("forfeits") or []}
     score = 0.5 if winner is None else (1.0 if Side.parse(winner) == side else 0.0)
     loss: str | None = None
     raider: Rank | None = None
     if score == 0.0:
         if side in forfeits or reason.startswith("forfeit"):
-            loss = reason if reason.startswith("forfeit") else LOSS_FORFEIT  # forfeit_setup, forfeit_timeout, ...
+            loss = reason if reason.startswith("forfeit") else LOSS_FORFEIT  # forfeit_timeout, ...
         elif reason == "flag":
             loss = LOSS_FLAG
             raider = next((f.raider_rank for f in game.flags if f.side == side), None)

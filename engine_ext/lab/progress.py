@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from engine_ext.lab.runner import GameOutcome, LabError, Match
 from engine_ext.rules.pieces import Side
+from engine_ext.rules.referee import canonical_reason
 
 FORMAT = "perspecto-lab-progress/1"
 
@@ -73,7 +74,7 @@ def outcome_from_json(data: Mapping[str, Any]) -> GameOutcome:
     red_nodes, blue_nodes = (int(n) for n in data["nodes"])
     return GameOutcome(
         match=str(data["match"]), index=int(data["index"]), pair=int(data["pair"]), a_side=a_side,
-        winner=side(data["winner"]), reason=str(data["reason"]), plies=int(data["plies"]),
+        winner=side(data["winner"]), reason=canonical_reason(str(data["reason"])), plies=int(data["plies"]),
         forfeit=side(data["forfeit"]), detail=None if data["detail"] is None else str(data["detail"]),
         seconds=float(data["seconds"]), nodes=(red_nodes, blue_nodes),
         record_path=None if data["record_path"] is None else Path(data["record_path"]),

@@ -49,10 +49,19 @@ from engine_ext.engine.timeman import ProfileTimes, TimeLimits, TimeManager
 from engine_ext.lab.sprt import EMPTY_CLASS_WEIGHT, SprtSpec, llr_pentanomial, sprt_verdict
 from engine_ext.lab.stats import EloEstimate, Pentanomial, Trinomial, elo_from_pentanomial, elo_from_trinomial
 from engine_ext.research.selfplay import RefereedGame
-from engine_ext.rules.game import Game, IllegalMove, Move, RulesOptions
-from engine_ext.rules.pieces import Rank, Side
-from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
-from engine_ext.rules.rulesets import Ruleset, Square, get_ruleset
+from engine_ext.rules.game import Game, Move, RulesOptions
+from engine_ext.rules.pieces import Side
+from engine_ext.rules.record import GameRecord
+from engine_ext.rules.referee import (
+    Event,
+    PlayerFailed,
+    Referee,
+    SetupsShown,
+    SetupSubmitted,
+    SetupUnreadable,
+    Verdict,
+)
+from engine_ext.rules.rulesets import Ruleset, get_ruleset
 from engine_ext.rules.tournament import MOVE_LIMIT, MOVE_TIME_AVERAGE, MOVE_TIME_MAX
 from setups.generator import generate_setup
 from setups.library import load_library
@@ -66,8 +75,6 @@ log = structlog.get_logger()
 UNLIMITED_SECONDS = 3600.0
 # Engines that search (and so take ``max_depth``, ``threads`` and a node budget).
 SEARCH_ENGINES = frozenset({"minimax", "expectiminimax", "pemm", "perspecto"})
-# The tournament's scores, for the records (win 6, draw 3, loss 1, forfeit 0).
-_SCORES = {"win": 6, "draw": 3, "loss": 1, "forfeit": 0}
 
 
 class LabError(ValueError):
@@ -374,18 +381,8 @@ class GameOutcome:
         return 1.0 if self.winner == self.a_side else 0.0
 
 
-def _setup_labels(placement: Mapping[Square, Rank]) -> dict[str, str]:
-    return {str(sq): rank.label for sq, rank in sorted(placement.items(), key=lambda i: (i[0].row, i[0].col))}
-
-
 def _accepts_node_budget() -> bool:
     return "nodes" in inspect.signature(Engine.choose_move).parameters
-
-
-class _Forfeit(Exception):
-    def __init__(self, side: Side, reason: str, detail: str) -> None:
-        super().__init__(detail)
-        self.side, self.reason, self.detail = side, reason, detail
 
 
 class _Side:
@@ -433,16 +430,15 @@ class _Side:
         return engine.choose_move(view, SearchBudget.starting_now(self.soft, self.hard))
 
 
-def _program_setup(side: _Side, colour: Side, opponent: str, ruleset: Ruleset) -> dict[Square, Rank] | None:
-    """An outside program (UCC) chooses its own setup; ``None`` for every other engine."""
+def _program_setup(side: _Side, colour: Side, opponent: str, ruleset: Ruleset) -> Event | None:
+    """An outside program (UCC) chooses its own setup: the event that reports it; ``None`` for every other
+    engine (they play the pair's setup)."""
     if not isinstance(side.engine, ProgramEngine):
         return None
     try:
-        placement = side.engine.choose_setup(colour, opponent, ruleset)
-        ruleset.validate_setup(colour, placement)
+        return SetupSubmitted(colour, side.engine.choose_setup(colour, opponent, ruleset))
     except Exception as exc:  # any failure of the program is its forfeit, not the match's end
-        raise _Forfeit(colour, "forfeit_setup", f"{side.player.name} gave no usable setup: {exc}") from None
-    return placement
+        return SetupUnreadable(colour, f"{side.player.name} gave no usable setup: {exc}")
 
 
 def play_game(job: GameJob) -> GameOutcome:
@@ -459,86 +455,63 @@ def play_game(job: GameJob) -> GameOutcome:
 
 def play_game_with_record(job: GameJob) -> tuple[GameOutcome, GameRecord]:
     """Play one game to the end and return its record rather than save it (a cluster's worker sends it
-    back: the records are written where the match runs, not on the worker's disk)."""
+    back: the records are written where the match runs, not on the worker's disk). The referee core
+    (engine_ext/rules/referee.py) judges the setups and the moves and makes the record; this loop asks the
+    engines and reports what they did."""
     started = time.monotonic()
     rules = job.rules
     options = rules.options()
     ruleset = options.ruleset
     sides = {Side.RED: _Side(job.red, job.red_seed, job.limits, rules),
              Side.BLUE: _Side(job.blue, job.blue_seed, job.limits, rules)}
-    placements = {Side.RED: parse_setup(job.red_setup, ruleset, Notation.GRAVON, validate=False).placement(Side.RED),
-                  Side.BLUE: parse_setup(job.blue_setup, ruleset, Notation.GRAVON, validate=False).placement(Side.BLUE)}
-    record = GameRecord(
-        ruleset=ruleset.name, options=rules.record_options(job.limits),
-        red=RecordedPlayer(job.red.name, {}), blue=RecordedPlayer(job.blue.name, {}),
-        game_id=job.record_name, started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    )
-    forfeit: _Forfeit | None = None
+    # No second chance in the lab: a program whose setup is illegal forfeits at once.
+    core = Referee(options, names={colour: side.player.name for colour, side in sides.items()},
+                   game_id=job.record_name, started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                   record_options=rules.record_options(job.limits), setup_attempts=1)
+    for colour, setup_key in ((Side.RED, job.red_setup), (Side.BLUE, job.blue_setup)):
+        side = sides[colour]
+        event = None if core.forfeits else _program_setup(side, colour, sides[colour.other].player.name, ruleset)
+        if event is None:
+            drawn = parse_setup(setup_key, ruleset, Notation.GRAVON, validate=False).placement(colour)
+            event = SetupSubmitted(colour, drawn)
+        core.submit(event)
     game: RefereedGame | None = None
-    try:
-        for colour, side in sides.items():
-            own = _program_setup(side, colour, sides[colour.other].player.name, ruleset)
-            if own is not None:
-                placements[colour] = own
-        game = RefereedGame(options, placements[Side.RED], placements[Side.BLUE])
-        while game.result is None:
-            colour = game.referee.side_to_move
-            try:
-                move = sides[colour].choose(game.view(colour))
-            except Exception as exc:  # an engine that breaks loses the game, as it would on the host
-                raise _Forfeit(colour, "forfeit_error", f"{sides[colour].player.name}: {exc!r}") from None
-            try:
-                played = game.play(move)
-            except IllegalMove as exc:
-                raise _Forfeit(colour, "forfeit_illegal_move", f"{sides[colour].player.name}: {exc}") from None
-            record.moves.append(RecordedMove(
-                side=str(colour), move=str(move), outcome=played.outcome,
-                attacker=played.attacker.label if played.attacker is not None else None,
-                defender=played.defender.label if played.defender is not None else None,
-            ))
-    except _Forfeit as exc:
-        forfeit = exc
-    winner: Side | None
-    if forfeit is not None:
-        winner, reason, detail = forfeit.side.other, forfeit.reason, forfeit.detail
-    else:
-        assert game is not None and game.result is not None
-        winner, reason, detail = game.result.winner, game.result.reason, None
-    plies = game.referee.ply if game is not None else 0
-    _finish_programs(sides, game, winner, forfeit)
-    record.red.setup = _setup_labels(placements[Side.RED])
-    record.blue.setup = _setup_labels(placements[Side.BLUE])
-
-    def score(side: Side) -> int:
-        if forfeit is not None and forfeit.side == side:
-            return _SCORES["forfeit"]
-        return _SCORES["draw"] if winner is None else _SCORES["win" if winner == side else "loss"]
-
-    record.result = {
-        "winner": str(winner) if winner is not None else None, "reason": reason, "plies": plies,
-        "forfeits": [str(forfeit.side)] if forfeit is not None else [],
-        "scores": {"red": score(Side.RED), "blue": score(Side.BLUE)},
-        "pair": job.pair, "nodes": {"red": sides[Side.RED].nodes, "blue": sides[Side.BLUE].nodes},
-        **({"detail": detail} if detail else {}),
-    }
+    if not core.over:
+        core.submit(SetupsShown())
+        game = RefereedGame.around(core)
+    while not core.over:
+        assert game is not None
+        colour = game.referee.side_to_move
+        try:
+            move = sides[colour].choose(game.view(colour))
+        except Exception as exc:  # an engine that breaks loses the game, as it would on the host
+            core.submit(PlayerFailed(colour, f"{sides[colour].player.name}: {exc!r}"))
+        else:
+            game.submit(move)
+    verdict = core.verdict
+    assert verdict is not None
+    forfeit = min(verdict.forfeits, default=None)  # one side at most: the lab asks one engine at a time
+    _finish_programs(sides, game, verdict, forfeit)
+    nodes = (sides[Side.RED].nodes, sides[Side.BLUE].nodes)
+    record = core.record({"pair": job.pair, "nodes": {"red": nodes[0], "blue": nodes[1]}})
     return GameOutcome(
-        match=job.match, index=job.index, pair=job.pair, a_side=job.a_side, winner=winner, reason=reason,
-        plies=plies, forfeit=forfeit.side if forfeit is not None else None, detail=detail,
-        seconds=time.monotonic() - started, nodes=(sides[Side.RED].nodes, sides[Side.BLUE].nodes),
+        match=job.match, index=job.index, pair=job.pair, a_side=job.a_side, winner=verdict.winner,
+        reason=verdict.reason, plies=verdict.plies, forfeit=forfeit, detail=verdict.detail,
+        seconds=time.monotonic() - started, nodes=nodes,
     ), record
 
 
-def _finish_programs(sides: Mapping[Side, _Side], game: RefereedGame | None, winner: Side | None,
-                     forfeit: _Forfeit | None) -> None:
+def _finish_programs(sides: Mapping[Side, _Side], game: RefereedGame | None, verdict: Verdict,
+                     forfeit: Side | None) -> None:
     """Tell outside programs the game is over (they exit); a failure here changes nothing."""
-    result = "DRAW" if winner is None else str(winner).upper()
+    result = "DRAW" if verdict.winner is None else str(verdict.winner).upper()
     for colour, side in sides.items():
         engine = side.engine
         if not isinstance(engine, ProgramEngine):
             continue
         try:
-            if forfeit is not None and forfeit.side == colour:
-                engine.abandon(forfeit.detail)
+            if forfeit == colour:
+                engine.abandon(verdict.detail or verdict.reason)
             engine.finish(game.view(colour) if game is not None else None, result)
         except Exception as exc:  # the game is decided; the program's exit is its own business
             log.warning("lab.program_finish_failed", player=side.player.name, error=repr(exc))

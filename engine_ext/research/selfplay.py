@@ -1,4 +1,5 @@
-"""Engine against engine without the bot: a full-information referee game and each side's view.
+"""Engine against engine without the bot: the referee core's game (engine_ext/rules/referee.py) and each
+side's view.
 
 Used by the engine's tests and by the strength lab's runner (engine_ext/lab/runner.py), which plays
 matches with it: ``play_game`` here is the tests' quick loop, the runner the one with limits, pairs and
@@ -14,23 +15,45 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engine_ext.engine.facade import Engine
-from engine_ext.rules.game import Game, GameOver, Move, MoveResult, RulesOptions
+from engine_ext.rules.game import Game, GameOver, IllegalMove, Move, MoveResult, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
+from engine_ext.rules.referee import Ended, MoveAccepted, MoveSubmitted, Outcome, Referee
 from engine_ext.rules.rulesets import Ruleset, Square
 
 
 class RefereedGame:
-    """The referee's game and one view a side; ``play`` keeps all three in step."""
+    """The referee's core (engine_ext/rules/referee.py) and one view a side; ``submit`` keeps all three in
+    step."""
 
     def __init__(self, options: RulesOptions, red: Mapping[Square, Rank], blue: Mapping[Square, Rank],
                  *, validate_setups: bool = True) -> None:
-        self.referee = Game(options, red, blue, validate_setups=validate_setups)
+        self._validate = validate_setups
+        self._attach(Referee.from_position(options, red, blue, validate_setups=validate_setups))
+
+    @classmethod
+    def around(cls, core: Referee) -> RefereedGame:
+        """The views of a game whose setups the core has taken (the lab's runner)."""
+        game = cls.__new__(cls)
+        game._validate = False  # the core checked the setups
+        game._attach(core)
+        return game
+
+    def _attach(self, core: Referee) -> None:
+        self.core = core
+        options = core.options
+        red, blue = core.setups[Side.RED], core.setups[Side.BLUE]
         hidden_red = {sq: Rank.UNKNOWN for sq in red}
         hidden_blue = {sq: Rank.UNKNOWN for sq in blue}
         self.views = (
-            Game(options, red, hidden_blue, validate_setups=validate_setups),
-            Game(options, hidden_red, blue, validate_setups=validate_setups),
+            Game(options, red, hidden_blue, validate_setups=self._validate),
+            Game(options, hidden_red, blue, validate_setups=self._validate),
         )
+
+    @property
+    def referee(self) -> Game:
+        """The full-information game."""
+        assert self.core.game is not None
+        return self.core.game
 
     def view(self, side: Side) -> Game:
         return self.views[side]
@@ -39,11 +62,21 @@ class RefereedGame:
     def result(self) -> GameOver | None:
         return self.referee.result
 
+    def submit(self, move: Move) -> Outcome:
+        """The side to move plays ``move``; the core's outcome (an illegal move forfeits the game)."""
+        outcome = self.core.submit(MoveSubmitted(self.referee.side_to_move, move))
+        if isinstance(outcome, MoveAccepted):
+            for view in self.views:
+                view.play_observed(move, outcome.played.attacker, outcome.played.defender)
+        return outcome
+
     def play(self, move: Move) -> MoveResult:
-        record = self.referee.play(move)
-        for view in self.views:
-            view.play_observed(move, record.attacker, record.defender)
-        return record
+        """``submit`` for a caller that knows its move is legal: ``IllegalMove`` if it was not."""
+        outcome = self.submit(move)
+        if not isinstance(outcome, MoveAccepted):
+            raise IllegalMove(outcome.verdict.detail or str(outcome.verdict) if isinstance(outcome, Ended)
+                              else f"{move}: {outcome}")
+        return outcome.played
 
 
 @dataclass
