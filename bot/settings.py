@@ -61,6 +61,7 @@ ENV_NOT_SETTINGS = frozenset({
     "PERSPECTO_UCC2012_SOURCE",    # tests/test_gauntlet_referee.py: the sparring set to build (.ci/run sets it)
     "PERSPECTO_UCC_DIR",           # bot/ucc/engine.py: a lab worker's folder of UCC programs (docs/lab.md)
     "PERSPECTO_LAB_WORKER_IDENTITY",  # engine_ext/lab/cluster.py: a test hook, the identity a worker reports
+    "PERSPECTO_WRITE_GOLDEN",      # tests/test_lab_records_golden.py: write the golden records again
 })
 
 # A key's path in a file: ("connection", "port"), ("engine_params", "fear", "own_fear_min").

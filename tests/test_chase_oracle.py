@@ -289,7 +289,7 @@ E_5_2_3 = diagram("# # # # # # # # . .", "# # # # # # # # D .", "# # # # # # # .
                   "# # ~ ~ # # ~ ~ A .", "# # ~ ~ # # ~ ~ # #", *["# # # # # # # # # #"] * 4)
 
 
-@pytest.mark.parametrize("limit", [3, 5])
+@pytest.mark.parametrize("limit", [3, pytest.param(5, marks=pytest.mark.long)])
 def test_seed_5_2_3_two_neighbouring_empty_border_squares(limit: int) -> None:
     """Seed 5.2.3: the defender on J9, the attacker on J6 (ours I9, I6), two neighbouring empty
     border squares (our reading: H7 and H8, beside the lake). "If blue is in turn the move J9-J8

@@ -143,6 +143,7 @@ async def test_a_game_that_outlasts_the_grace_is_handed_back(host: Host, bots: B
     assert len(done) == 1 and '"end":"handed back"' in done[0].read_text()
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     "signum, code",
     [(signal.SIGTERM, 143), pytest.param(signal.SIGINT, 130, marks=pytest.mark.long)],

@@ -61,6 +61,7 @@ def unwritable(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.long
 async def test_the_host_keeps_every_result_when_its_records_cannot_be_written(unwritable: Path,
                                                                               tmp_path: Path) -> None:
     """--max-games 2: both games played and scored, the standings (on a healthy disk) hold both and say
@@ -124,6 +125,7 @@ async def play_one_game(tmp_path: Path, state_dir: Path) -> tuple[str, str, int]
     return first.reason, logs[0][1].decode(), bots[0].returncode
 
 
+@pytest.mark.long
 async def test_a_bot_whose_state_folder_cannot_be_written_plays_on(unwritable: Path, tmp_path: Path) -> None:
     """It used to exit 1 with a traceback at start (a read-only folder), or forfeit its games (a full one)."""
     _reason, log, code = await play_one_game(tmp_path, unwritable)
@@ -148,6 +150,7 @@ async def test_a_bot_with_a_damaged_store_moves_it_aside_and_plays_on(tmp_path: 
         assert store.history("other").games == 2
 
 
+@pytest.mark.long
 def test_a_match_plays_on_when_its_records_cannot_be_written(tmp_path: Path) -> None:
     """``perspecto match --via-host``: the bots' logs and the records go under --records; neither is a reason
     to stop (the bots' state folders are under it too)."""

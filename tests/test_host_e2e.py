@@ -164,6 +164,7 @@ async def test_illegal_setup_gets_a_second_chance_then_forfeits(host: Host, bots
     assert "dragon" in (refused.detail or "")
 
 
+@pytest.mark.long
 async def test_host_command_pairs_bots_and_stops_after_max_games(tmp_path: Path) -> None:
     host = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot.cli", "host", "--listen", "127.0.0.1:0", "--max-games", "2",

@@ -421,6 +421,7 @@ async def test_a_signal_to_an_idle_host_exits_0_with_empty_standings(
     assert bots.events("a", "bot.goodbye")
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     "signum, code",
     [(signal.SIGTERM, 143), pytest.param(signal.SIGINT, 130, marks=pytest.mark.long)],

@@ -268,6 +268,7 @@ async def test_a_bot_that_vanishes_forfeits_after_the_grace(broker: Broker, bots
         await say_goodbye([session_b], [processes["b"]])
 
 
+@pytest.mark.long
 async def test_credentials(tmp_path: Path, bots: BotProcesses) -> None:
     secured = Broker(tmp_path / "secured", users={"host": "h-secret", "bot": "b-secret"})
     secured.start()
@@ -289,6 +290,7 @@ async def test_credentials(tmp_path: Path, bots: BotProcesses) -> None:
         secured.stop()
 
 
+@pytest.mark.long
 async def test_tls_with_a_ca_file(tmp_path: Path, bots: BotProcesses) -> None:
     certificates = make_test_ca(tmp_path / "pki")
     secure = Broker(tmp_path / "tls", tls=certificates)
@@ -312,6 +314,7 @@ async def test_tls_with_a_ca_file(tmp_path: Path, bots: BotProcesses) -> None:
         secure.stop()
 
 
+@pytest.mark.long
 async def test_host_command_serves_tcp_and_mqtt_at_once(broker: Broker, bots: BotProcesses, tmp_path: Path) -> None:
     """``perspecto host --mqtt``: one bot over TCP and one over MQTT play each other."""
     host = await asyncio.create_subprocess_exec(

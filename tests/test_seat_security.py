@@ -173,6 +173,7 @@ async def test_a_bogus_resume_does_not_forfeit_the_victim(network: Network, bots
     assert "resumeKey" in answers[1]["error"]["message"]
 
 
+@pytest.mark.long
 async def test_a_resume_without_the_key_does_not_get_the_victims_move(network: Network, bots: BotProcesses) -> None:
     """Attack 2: the same hello with the right count (the host's own, as a perfect guess) at a point where
     the victim is to move next. It used to take the victim's seat and receive its getAIMove; now it gets an

@@ -219,6 +219,7 @@ async def test_a_bad_web_address_is_a_usage_error(tmp_path: Path) -> None:
     assert process.returncode == 2 and b"--web" in err
 
 
+@pytest.mark.long
 async def test_a_signal_during_a_match_stops_it_and_the_page(tmp_path: Path) -> None:
     process, url = await web_command("play", "--profile", "random", "--opponent", "random", "--move-limit", "4000",
                                      "--move-time-max", "1", "--records", str(tmp_path / "records"),
@@ -244,6 +245,7 @@ async def run_cli(*args: str) -> tuple[int, str]:
     return process.returncode, out.decode()
 
 
+@pytest.mark.long
 async def test_the_web_address_taken_or_no_records_for_the_lab(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
