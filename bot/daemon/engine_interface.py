@@ -11,7 +11,6 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, get_args
 
-from bot.ucc.engine import make_ucc_engine
 from engine_ext.engine.interface import EngineConfigError as EngineConfigError
 from engine_ext.engine.interface import MoveEngine as MoveEngine
 from engine_ext.engine.interface import ProgramEngine as ProgramEngine
@@ -65,11 +64,20 @@ def _search_engine(kind: str) -> EngineFactory:
     return make
 
 
+def _ucc_engine(params: Mapping[str, Any], seed: int | None) -> MoveEngine:
+    """A UCC program as the engine; imported when a profile asks for one, because the module brings pydantic
+    and `perspecto ucc` reaches this module between its setup and its first move (each import there costs
+    the first move's time, issue 32's -T 1 forfeits)."""
+    from bot.ucc.engine import make_ucc_engine
+
+    return make_ucc_engine(params, seed)
+
+
 # Engines by the name a profile uses.
 ENGINES: dict[str, EngineFactory] = {
     "random": _random_engine,
     **{kind: _search_engine(kind) for kind in SEARCH_ENGINES},
-    "ucc": make_ucc_engine,
+    "ucc": _ucc_engine,
 }
 # Engines that cannot play without parameters of their own (no built-in profile of the same name).
 ENGINES_NEEDING_PARAMS = frozenset({"ucc"})
