@@ -125,6 +125,38 @@ def test_a_referee_log_becomes_a_record_that_replays() -> None:
     assert analysis.plies == 10
 
 
+def test_a_red_win_is_reds() -> None:
+    # Side.RED is 0: a winner or a colour read with `or` / `if` turned red's wins into draws and its result
+    # line into "neither". Blue's flag stands on its front row here, in reach of red's sergeant.
+    blue = ["F666B99999", *BLUE_SETUP[1:3], "B2B8sB4798"]
+    moves = ["1 RED: 0 3 DOWN OK", "1 BLU: 9 6 UP OK", "2 RED: 0 4 DOWN OK", "2 BLU: 9 5 DOWN OK",
+             "3 RED: 0 5 DOWN VICTORY_FLAG"]
+    text = "\n".join(["/x/red RED SETUP", *RED_SETUP, "/x/blue BLUE SETUP", *blue, *moves,
+                      "Game ends on RED's turn - REASON: Captured the flag", "/x/red RED VICTORY 3 148 140"])
+    record = log_to_record(parse_referee_log(text), names=NAMES)
+    assert record.result is not None
+    assert (record.result["winner"], record.result["reason"], record.result["plies"]) == ("red", "flag", 5)
+    assert record.result["referee"]["line"] == "red VICTORY 3 148 140"
+    ours = gauntlet_game(analyse_record(record), "ours")
+    assert ours is not None and ours.score == 1.0
+
+
+@pytest.mark.parametrize("winner", [Side.RED, Side.BLUE])
+def test_a_win_by_attrition_is_the_referees_even_where_our_rules_play_on(winner: Side) -> None:
+    # The referee ends the game when the player to move finds no mobile enemy piece, also when the enemy lost
+    # its last one by its own move (a both-die attack); our rules only look at the side to move, so the
+    # replay has no result there: the referee's verdict stands, as our no_moves.
+    moves = MOVES if winner == Side.RED else [*MOVES, "6 RED: 9 4 UP OK"]
+    name = "red" if winner == Side.RED else "blue"
+    ending = [f"Game ends on {winner.name}'s turn - REASON: Destroyed all mobile enemy pieces",
+              f"/x/{name} {winner.name} VICTORY 6 148 140"]
+    record = log_to_record(parse_referee_log(referee_log(moves, ending)), names=NAMES)
+    assert record.result is not None
+    assert (record.result["winner"], record.result["reason"], record.result["plies"]) == (name, "no_moves",
+                                                                                        len(moves))
+    assert "forfeits" not in record.result
+
+
 def test_a_game_stopped_at_its_wall_time_is_adjourned() -> None:
     # Blue's general goes on from (0, 1) into red's bomb at (0, 0) and dies; the game is cut off after red's
     # next move (no result line): undecided, with the general's fate in the record.

@@ -44,6 +44,8 @@ from protocol.ucc import Outcome, OutcomeKind, UccMove, UccProtocolError, parse_
 DEFAULT_MOVE_TIME = 2.0
 DEFAULT_MAX_TURNS = 5000
 
+# The log's reason when a player had no mobile piece left at the start of its opponent's turn (game.cpp).
+ATTRITION_END = "Destroyed all mobile enemy pieces"
 # The result line's outcome words.
 OUTCOMES = frozenset({"VICTORY", "ILLEGAL", "SURRENDER", "DRAW", "DRAW_DEFAULT", "BAD_SETUP", "INTERNAL_ERROR"})
 
@@ -217,7 +219,8 @@ def log_to_record(log: RefereeLog, *, names: dict[Side, str], game_id: str = "",
     referee = log.result
     referee_json: dict[str, Any] | None = None
     if referee is not None:
-        referee_json = {"line": f"{referee.colour or 'neither'} {referee.outcome} {referee.turns} "
+        colour = "neither" if referee.colour is None else str(referee.colour)  # Side.RED is 0: no `or`
+        referee_json = {"line": f"{colour} {referee.outcome} {referee.turns} "
                                 f"{referee.red_value} {referee.blue_value}",
                         "outcome": referee.outcome, "turns": referee.turns, "reason": log.end_reason}
     if setup_error is not None:
@@ -287,7 +290,13 @@ def _result(game: Game, referee: RefereeResult | None, end_reason: str | None, f
     plies = len(game.history)
     if game.result is not None:
         winner = game.result.winner
-        return {"winner": str(winner) if winner else None, "reason": game.result.reason, "plies": plies}
+        return {"winner": None if winner is None else str(winner), "reason": game.result.reason, "plies": plies}
+    if referee is not None and end_reason == ATTRITION_END:
+        # The referee looks for mobile pieces at the start of a turn, ours at the side to move only: a player
+        # whose move lost its own last mobile piece (a both-die attack) has lost by the referee's account
+        # while our rules would let its opponent move on. The same ending as our rules' no_moves.
+        return {"winner": None if referee.winner is None else str(referee.winner), "reason": "no_moves",
+                "plies": plies}
     loser: Side | None = None
     reason = "adjourned"
     detail = None
