@@ -157,6 +157,18 @@ def test_a_win_by_attrition_is_the_referees_even_where_our_rules_play_on(winner:
     assert "forfeits" not in record.result
 
 
+def test_a_side_without_a_move_loses_by_no_moves_though_the_referee_gives_it_its_turn() -> None:
+    # A real -T 2 game (tests/data, paths shortened): after RED's 335th move PeternLewis (BLUE) had mobile pieces
+    # but none that could move; the referee, which counts mobile pieces, asked it for a move all the same,
+    # and it surrendered. Our rules ended the game a line earlier: the record must not stop there.
+    log = parse_referee_log((REPO / "tests" / "data" / "ucc-referee-no-moves.log").read_text())
+    record = log_to_record(log, names=NAMES)
+    assert record.result is not None
+    assert (record.result["winner"], record.result["reason"], record.result["plies"]) == ("red", "no_moves", 669)
+    assert record.result["referee"]["line"] == "blue ILLEGAL 335 17 4"
+    assert analyse_record(record).plies == 669
+
+
 def test_a_game_stopped_at_its_wall_time_is_adjourned() -> None:
     # Blue's general goes on from (0, 1) into red's bomb at (0, 0) and dies; the game is cut off after red's
     # next move (no result line): undecided, with the general's fate in the record.

@@ -235,6 +235,10 @@ def log_to_record(log: RefereeLog, *, names: dict[Side, str], game_id: str = "",
     for number, logged in enumerate(log.moves, start=1):
         if game.result is not None and game.result.reason == "move_limit" and options.move_limit < 2 * (max_turns - 1):
             break  # past our rules' longest game: recorded as far as it goes, a draw
+        if game.result is not None and game.result.reason == "no_moves" and logged.side == game.side_to_move:
+            # The referee counts mobile pieces, not moves: a side left with no move still gets its turn and
+            # loses it (a surrender or an illegal move), which our rules gave as no_moves already.
+            break
         if game.result is not None:
             raise RefereeLogError(f"move {number} ({logged.side} turn {logged.turn}): the game was over: {game.result}")
         if logged.side != game.side_to_move:
