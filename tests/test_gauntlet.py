@@ -28,6 +28,7 @@ from engine_ext.lab.gauntlet import gauntlet_game, score_interval, summarise_gau
 from engine_ext.lab.stats import Trinomial
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord
+from engine_ext.rules.replay import ReplayError
 from engine_ext.rules.rulesets import Square
 
 REPO = Path(__file__).resolve().parents[1]
@@ -141,20 +142,26 @@ def test_a_red_win_is_reds() -> None:
     assert ours is not None and ours.score == 1.0
 
 
-@pytest.mark.parametrize("winner", [Side.RED, Side.BLUE])
-def test_a_win_by_attrition_is_the_referees_even_where_our_rules_play_on(winner: Side) -> None:
-    # The referee ends the game when the player to move finds no mobile enemy piece, also when the enemy lost
-    # its last one by its own move (a both-die attack); our rules only look at the side to move, so the
-    # replay has no result there: the referee's verdict stands, as our no_moves.
-    moves = MOVES if winner == Side.RED else [*MOVES, "6 RED: 9 4 UP OK"]
-    name = "red" if winner == Side.RED else "blue"
-    ending = [f"Game ends on {winner.name}'s turn - REASON: Destroyed all mobile enemy pieces",
-              f"/x/{name} {winner.name} VICTORY 6 148 140"]
-    record = log_to_record(parse_referee_log(referee_log(moves, ending)), names=NAMES)
+def test_a_win_by_attrition_is_the_referees_where_our_rules_play_on() -> None:
+    # A real -T 4 game (tests/data, paths shortened): RED's 148th move, a both-die attack, lost its own last
+    # movable piece. The referee ends the game at the start of BLUE's turn (no mobile enemy piece); our rules
+    # look only at the side to move and would let BLUE move on: the record takes the referee's ending.
+    log = parse_referee_log((REPO / "tests" / "data" / "ucc-referee-attrition.log").read_text())
+    record = log_to_record(log, names=NAMES)
     assert record.result is not None
-    assert (record.result["winner"], record.result["reason"], record.result["plies"]) == (name, "no_moves",
-                                                                                        len(moves))
+    assert (record.result["winner"], record.result["reason"], record.result["plies"]) == ("blue", "attrition", 295)
     assert "forfeits" not in record.result
+    ours = gauntlet_game(analyse_record(record), "ours")  # it replays: the check finds red without a movable piece
+    assert ours is not None and (ours.score, ours.loss) == (0.0, "no_moves")
+
+
+def test_an_attrition_the_moves_do_not_show_does_not_replay() -> None:
+    # The referee's word alone is not enough: red still has movable pieces after these moves.
+    ending = ["Game ends on RED's turn - REASON: Destroyed all mobile enemy pieces", "/x/red RED VICTORY 6 148 140"]
+    record = log_to_record(parse_referee_log(referee_log(MOVES, ending)), names=NAMES)
+    assert record.result is not None and record.result["reason"] == "attrition"
+    with pytest.raises(ReplayError, match="a movable piece"):
+        analyse_record(GameRecord.from_json(record.to_json()))
 
 
 def test_a_side_without_a_move_loses_by_no_moves_though_the_referee_gives_it_its_turn() -> None:

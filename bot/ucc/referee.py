@@ -37,6 +37,7 @@ from typing import Any
 from engine_ext.rules.game import MAX_MOVE_LIMIT, Game, IllegalMove, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
+from engine_ext.rules.replay import ATTRITION
 from engine_ext.rules.rulesets import CLASSIC, Ruleset, Square
 from protocol.ucc import Outcome, OutcomeKind, UccMove, UccProtocolError, parse_referee_line, parse_setup_lines
 
@@ -298,8 +299,8 @@ def _result(game: Game, referee: RefereeResult | None, end_reason: str | None, f
     if referee is not None and end_reason == ATTRITION_END:
         # The referee looks for mobile pieces at the start of a turn, ours at the side to move only: a player
         # whose move lost its own last mobile piece (a both-die attack) has lost by the referee's account
-        # while our rules would let its opponent move on. The same ending as our rules' no_moves.
-        return {"winner": None if referee.winner is None else str(referee.winner), "reason": "no_moves",
+        # while our rules would let its opponent move on (engine_ext/rules/replay.py checks it).
+        return {"winner": None if referee.winner is None else str(referee.winner), "reason": ATTRITION,
                 "plies": plies}
     loser: Side | None = None
     reason = "adjourned"
