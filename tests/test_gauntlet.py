@@ -29,6 +29,7 @@ from engine_ext.lab.gauntlet import gauntlet_game, score_interval, summarise_gau
 from engine_ext.lab.stats import Trinomial
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord
+from engine_ext.rules.replay import ReplayError
 from engine_ext.rules.rulesets import Square
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,6 +125,56 @@ def test_a_referee_log_becomes_a_record_that_replays() -> None:
     # It reads back and replays through the rules like any record.
     analysis = analyse_record(GameRecord.from_json(record.to_json()))
     assert analysis.plies == 10
+
+
+def test_a_red_win_is_reds() -> None:
+    # Side.RED is 0: a winner or a colour read with `or` / `if` turned red's wins into draws and its result
+    # line into "neither". Blue's flag stands on its front row here, in reach of red's sergeant.
+    blue = ["F666B99999", *BLUE_SETUP[1:3], "B2B8sB4798"]
+    moves = ["1 RED: 0 3 DOWN OK", "1 BLU: 9 6 UP OK", "2 RED: 0 4 DOWN OK", "2 BLU: 9 5 DOWN OK",
+             "3 RED: 0 5 DOWN VICTORY_FLAG"]
+    text = "\n".join(["/x/red RED SETUP", *RED_SETUP, "/x/blue BLUE SETUP", *blue, *moves,
+                      "Game ends on RED's turn - REASON: Captured the flag", "/x/red RED VICTORY 3 148 140"])
+    record = log_to_record(parse_referee_log(text), names=NAMES)
+    assert record.result is not None
+    assert (record.result["winner"], record.result["reason"], record.result["plies"]) == ("red", "flag", 5)
+    assert record.result["referee"]["line"] == "red VICTORY 3 148 140"
+    ours = gauntlet_game(analyse_record(record), "ours")
+    assert ours is not None and ours.score == 1.0
+
+
+def test_a_win_by_attrition_is_the_referees_where_our_rules_play_on() -> None:
+    # A real -T 4 game (tests/data, paths shortened): RED's 148th move, a both-die attack, lost its own last
+    # movable piece. The referee ends the game at the start of BLUE's turn (no mobile enemy piece); our rules
+    # look only at the side to move and would let BLUE move on: the record takes the referee's ending.
+    log = parse_referee_log((REPO / "tests" / "data" / "ucc-referee-attrition.log").read_text())
+    record = log_to_record(log, names=NAMES)
+    assert record.result is not None
+    assert (record.result["winner"], record.result["reason"], record.result["plies"]) == ("blue", "attrition", 295)
+    assert "forfeits" not in record.result
+    ours = gauntlet_game(analyse_record(record), "ours")  # it replays: the check finds red without a movable piece
+    assert ours is not None and (ours.score, ours.loss) == (0.0, "no_moves")
+
+
+def test_an_attrition_the_moves_do_not_show_does_not_replay() -> None:
+    # The referee's word alone is not enough: red still has movable pieces after these moves.
+    ending = ["Game ends on RED's turn - REASON: Destroyed all mobile enemy pieces", "/x/red RED VICTORY 6 148 140"]
+    record = log_to_record(parse_referee_log(referee_log(MOVES, ending)), names=NAMES)
+    assert record.result is not None and record.result["reason"] == "attrition"
+    with pytest.raises(ReplayError, match="a movable piece"):
+        analyse_record(GameRecord.from_json(record.to_json()))
+
+
+def test_a_side_without_a_move_loses_by_no_moves_though_the_referee_gives_it_its_turn() -> None:
+    # A real -T 2 game (tests/data, paths shortened): after RED's 335th move PeternLewis (BLUE) had mobile pieces
+    # but none that could move; the referee, which counts mobile pieces, asked it for a move all the same,
+    # and it surrendered. Our rules ended the game a line earlier: the record must not stop there.
+    log = parse_referee_log((REPO / "tests" / "data" / "ucc-referee-no-moves.log").read_text())
+    record = log_to_record(log, names=NAMES)
+    assert record.result is not None
+    assert (record.result["winner"], record.result["reason"], record.result["plies"]) == ("red", "no_moves", 669)
+    assert record.result["referee"]["line"] == "blue ILLEGAL 335 17 4"
+    assert analyse_record(record).plies == 669
 
 
 def test_a_game_stopped_at_its_wall_time_is_adjourned() -> None:

@@ -38,6 +38,7 @@ from engine_ext.rules.game import MAX_MOVE_LIMIT, Game, IllegalMove, RulesOption
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
 from engine_ext.rules.referee import FORFEIT_ILLEGAL_SETUP
+from engine_ext.rules.replay import ATTRITION
 from engine_ext.rules.rulesets import CLASSIC, Ruleset, Square
 from protocol.ucc import Outcome, OutcomeKind, UccMove, UccProtocolError, parse_referee_line, parse_setup_lines
 
@@ -45,6 +46,8 @@ from protocol.ucc import Outcome, OutcomeKind, UccMove, UccProtocolError, parse_
 DEFAULT_MOVE_TIME = 2.0
 DEFAULT_MAX_TURNS = 5000
 
+# The log's reason when a player had no mobile piece left at the start of its opponent's turn (game.cpp).
+ATTRITION_END = "Destroyed all mobile enemy pieces"
 # The result line's outcome words.
 OUTCOMES = frozenset({"VICTORY", "ILLEGAL", "SURRENDER", "DRAW", "DRAW_DEFAULT", "BAD_SETUP", "INTERNAL_ERROR"})
 
@@ -218,7 +221,8 @@ def log_to_record(log: RefereeLog, *, names: dict[Side, str], game_id: str = "",
     referee = log.result
     referee_json: dict[str, Any] | None = None
     if referee is not None:
-        referee_json = {"line": f"{referee.colour or 'neither'} {referee.outcome} {referee.turns} "
+        colour = "neither" if referee.colour is None else str(referee.colour)  # Side.RED is 0: no `or`
+        referee_json = {"line": f"{colour} {referee.outcome} {referee.turns} "
                                 f"{referee.red_value} {referee.blue_value}",
                         "outcome": referee.outcome, "turns": referee.turns, "reason": log.end_reason}
     if setup_error is not None:
@@ -233,6 +237,10 @@ def log_to_record(log: RefereeLog, *, names: dict[Side, str], game_id: str = "",
     for number, logged in enumerate(log.moves, start=1):
         if game.result is not None and game.result.reason == "move_limit" and options.move_limit < 2 * (max_turns - 1):
             break  # past our rules' longest game: recorded as far as it goes, a draw
+        if game.result is not None and game.result.reason == "no_moves" and logged.side == game.side_to_move:
+            # The referee counts mobile pieces, not moves: a side left with no move still gets its turn and
+            # loses it (a surrender or an illegal move), which our rules gave as no_moves already.
+            break
         if game.result is not None:
             raise RefereeLogError(f"move {number} ({logged.side} turn {logged.turn}): the game was over: {game.result}")
         if logged.side != game.side_to_move:
@@ -288,7 +296,13 @@ def _result(game: Game, referee: RefereeResult | None, end_reason: str | None, f
     plies = len(game.history)
     if game.result is not None:
         winner = game.result.winner
-        return {"winner": str(winner) if winner else None, "reason": game.result.reason, "plies": plies}
+        return {"winner": None if winner is None else str(winner), "reason": game.result.reason, "plies": plies}
+    if referee is not None and end_reason == ATTRITION_END:
+        # The referee looks for mobile pieces at the start of a turn, ours at the side to move only: a player
+        # whose move lost its own last mobile piece (a both-die attack) has lost by the referee's account
+        # while our rules would let its opponent move on (engine_ext/rules/replay.py checks it).
+        return {"winner": None if referee.winner is None else str(referee.winner), "reason": ATTRITION,
+                "plies": plies}
     loser: Side | None = None
     reason = "adjourned"
     detail = None

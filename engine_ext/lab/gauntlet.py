@@ -26,6 +26,7 @@ from engine_ext.lab.causes import Cause
 from engine_ext.lab.stats import Trinomial, normal_quantile
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.referee import canonical_reason
+from engine_ext.rules.replay import ATTRITION
 
 # Why a lost game ended, from its result's reason.
 LOSS_FLAG = "flag"
@@ -76,7 +77,7 @@ def gauntlet_game(game: GameAnalysis, ours: str) -> GauntletGame | None:
         elif reason == "flag":
             loss = LOSS_FLAG
             raider = next((f.raider_rank for f in game.flags if f.side == side), None)
-        elif reason in ("no_moves", "no_movable_pieces"):
+        elif reason in ("no_moves", "no_movable_pieces", ATTRITION):
             loss = LOSS_NO_MOVES
         else:
             loss = reason

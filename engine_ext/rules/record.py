@@ -8,7 +8,7 @@ A record is one JSON object (format ``perspecto-record/1``):
      "blue": {"name": "...", "setup": {...}},
      "moves": [{"side": "red", "move": "A4-A5"},
                {"side": "blue", "move": "B7-B5", "outcome": "x", "attacker": "scout", "defender": "spy"}],
-     "result": {"winner": "red" | "blue" | null, "reason": "flag" | "no_moves" | "draw_no_movable"
+     "result": {"winner": "red" | "blue" | null, "reason": "flag" | "no_moves" | "attrition" | "draw_no_movable"
                 | "move_limit" | "forfeit_timeout" | ..., "plies": 123},
      "started": "2026-11-22T01:02:03Z"}
 

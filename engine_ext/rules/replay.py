@@ -14,6 +14,9 @@ from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord
 from engine_ext.rules.rulesets import Square, get_ruleset
 
+# A win by attrition: the loser has no movable piece, whoever is to move (the UCC 2012 referee's ending).
+ATTRITION = "attrition"
+
 
 class ReplayError(ValueError):
     """A record the rules engine cannot replay as written; the message names the ply."""
@@ -81,6 +84,14 @@ def check_result(record: GameRecord, game: Game) -> None:
     if reason == "adjourned":  # the host stopped it unfinished (bot/host/referee.py ADJOURNED): undecided, no winner
         if game.result is not None or winner is not None:
             raise ReplayError(f"the record says the game was adjourned, but its moves had ended it: {game.result}")
+        return
+    if reason == ATTRITION:
+        # The UCC referee's ending (bot/ucc/referee.py): the loser has no movable piece left, found at the
+        # start of the winner's turn, where our rules would let the winner move on.
+        loser = None if winner is None else Side.parse(winner).other
+        if game.result is not None or loser is None or any(rank.movable for _, rank in game.pieces(loser).values()):
+            raise ReplayError(f"the record says {_describe(winner, reason)}, but its moves leave "
+                              f"{'a draw' if loser is None else f'{loser} a movable piece'} or an ended game")
         return
     if game.result is None:
         raise ReplayError(f"the record says {_describe(winner, reason)} after {len(record.moves)} plies, but its "
