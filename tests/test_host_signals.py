@@ -24,10 +24,11 @@ from pydantic import BaseModel
 
 from bot.config import get_profile
 from bot.daemon.client import BotClient
-from bot.host.referee import ADJOURNED, VOID, BotSession, GameResult, Host, HostSettings, MoveObserver, standings
+from bot.host.referee import ADJOURNED, BotSession, GameResult, Host, HostSettings, MoveObserver, standings
 from engine_ext.rules.game import Game, MoveResult
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
+from engine_ext.rules.referee import VOID
 from engine_ext.rules.replay import replay_positions
 from protocol.codec import bot_codec
 from protocol.endpoint import Endpoint, memory_pipe

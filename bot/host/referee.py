@@ -39,7 +39,6 @@ from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord, RecordedMove
 from engine_ext.rules.referee import (
     ADJOURNED,
-    VOID,
     Adjourned,
     Event,
     Failure,
@@ -176,11 +175,11 @@ class GameResult:
 
     @property
     def adjourned(self) -> bool:
-        return self.reason == ADJOURNED
+        return self.verdict.adjourned
 
     @property
     def void(self) -> bool:
-        return self.reason == VOID
+        return self.verdict.void
 
     def score(self, side: Side) -> int:
         return self.verdict.score(side)
