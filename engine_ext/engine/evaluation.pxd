@@ -48,7 +48,7 @@ cdef inline double captured_value(Values* v, Knowledge* kn, Pos* p, const unsign
             return v.piece[owner][p.prank[x]]
         captor_known = kpub[y] != 0
     else:
-        if persp == OWN or kpub[x] or kn.sighted[y]:     # a raider with sight knows what it meets
+        if persp == OWN or kpub[x]:
             return v.piece[owner][p.prank[x]]
         captor_known = p.prank[y] != R_UNKNOWN
     if captor_known:

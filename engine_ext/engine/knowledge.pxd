@@ -21,7 +21,6 @@ cdef enum:
     OUT_PASSIVE = 3         # a failed attack that would not have been made (8.3)
     N_OUTCOMES = 4
     R_LIEUTENANT = 5
-    R_GENERAL = 9
 
 ctypedef struct Knowledge:
     int me                          # our side
@@ -64,13 +63,6 @@ ctypedef struct Knowledge:
     double lose_still[MAX_PIECES][N_RANKS]  # [k]: P(a known attacker of rank k beats the unmoved piece), ties half
     double lose_moved[MAX_PIECES][N_RANKS]  # ... the piece has moved (at the root or in the search line)
     double beat_known[MAX_PIECES][N_RANKS]  # [k]: P(the piece, attacking, beats a known defender of rank k)
-    # Raider sight (not in the thesis, docs/engine.md *Raider sight*): with ``raider_sight`` set, the
-    # opponent's general and marshal that we know and that stand in our half at the root are searched,
-    # in the opponent's view, as knowing every piece of ours they meet. Left to the pools, the opponent's
-    # view prices such a raider's attack on our unmoved pieces by their bombs and does not make it, so
-    # our search neither flees nor meets it; PeternLewis's raiders attack anyway.
-    int raider_sight
-    unsigned char sighted[MAX_PIECES]       # the raiders with sight, by piece id
 
 cdef void build_knowledge(Knowledge* kn, Pos* p, int me, const int* initial,
                           const unsigned char* public_, const uint64_t* approached) noexcept nogil
@@ -164,8 +156,7 @@ cdef inline void attack_outcomes(Knowledge* kn, Pos* p, const unsigned char* kpu
     the perspective. Known against known is certain (a tie kills both); with an unknown piece the
     five cases of 7.3 give P, a double kill gets probability 0, the psychological model (9.3) lowers
     the known piece's chance, and an unknown attacker's failure on a piece its owner knows becomes
-    the passive move (8.3), because it would not have attacked. In the opponent's view a raider with
-    sight (``Knowledge.sighted``) meets our pieces as known ones."""
+    the passive move (8.3), because it would not have attacked."""
     cdef bint ak = known_in(kn, p, kpub, persp, a)
     cdef bint dk = known_in(kn, p, kpub, persp, d)
     cdef int ra = p.prank[a]
@@ -176,9 +167,6 @@ cdef inline void attack_outcomes(Knowledge* kn, Pos* p, const unsigned char* kpu
     out[1] = 0.0
     out[2] = 0.0
     out[3] = 0.0
-    if persp == OPP and (kn.sighted[a] or kn.sighted[d]):
-        ak = True       # a raider with sight knows the piece of ours it meets (and we know the raider)
-        dk = True
     if ak and dk:
         c = COMBAT[ra][rd]
         if c == ATTACKER_WINS:
@@ -222,5 +210,4 @@ from engine_ext.rules.core cimport Position
 
 cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object initial, object public,
                       object approached, object moved, object fears, bint psychology,
-                      bint line_approach=*, bint use_beliefs=*, object beliefs=*,
-                      bint raider_sight=*) except -1
+                      bint line_approach=*, bint use_beliefs=*, object beliefs=*) except -1

@@ -25,7 +25,6 @@ class KnowledgeView:
         line_approach: bool = True,
         beliefs: bool = False,
         belief_matrix: ArrayLike | None = None,
-        raider_sight: bool = False,
     ) -> None: ...
     @property
     def me(self) -> int: ...

@@ -345,33 +345,14 @@ cdef inline int _dist(Pos* p, int a, int b) noexcept nogil:
 
 # --- Python side --------------------------------------------------------------------------------
 
-cdef void _mark_raiders(Knowledge* kn, Pos* p) noexcept nogil:
-    """With ``kn.raider_sight``: mark the opponent's generals and marshals that we know and that stand in
-    our half of the board (the rows nearer our back row than theirs)."""
-    cdef int pid, row
-    memset(kn.sighted, 0, sizeof(kn.sighted))
-    if not kn.raider_sight:
-        return
-    for pid in range(p.first_id[kn.enemy], p.end_id[kn.enemy]):
-        if p.psq[pid] < 0 or (p.prank[pid] != R_GENERAL and p.prank[pid] != R_MARSHAL):
-            continue
-        row = kn.sq_row[p.psq[pid]] - 1
-        if kn.me == 1:
-            row = p.height - 1 - row
-        if 2 * row < p.height - 1:
-            kn.sighted[pid] = 1
-
-
 cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object initial, object public,
                       object approached, object moved, object fears, bint psychology,
-                      bint line_approach=True, bint use_beliefs=False, object beliefs=None,
-                      bint raider_sight=False) except -1:
+                      bint line_approach=True, bint use_beliefs=False, object beliefs=None) except -1:
     """Copy ``pos`` into ``work`` and build ``kn`` from it. ``public`` (our piece ids the opponent
     has seen) and ``approached`` ((mover, target) pairs) default to what the history shows;
     ``moved`` lists extra piece ids to treat as having moved (constructed test positions);
     ``fears`` is (own_fear, est_opp_fear, est_own_fear). ``use_beliefs``: attacks are priced from the
-    beliefs, ``beliefs`` (see ``belief_rows``; None: the thesis's pool as beliefs). ``raider_sight``:
-    the raiders with sight are marked (``_mark_raiders``)."""
+    beliefs, ``beliefs`` (see ``belief_rows``; None: the thesis's pool as beliefs)."""
     cdef int init[N_RANKS]
     cdef unsigned char pub[MAX_PIECES]
     cdef uint64_t appr[MAX_PIECES]
@@ -413,8 +394,6 @@ cdef int prepare_root(Pos* work, Knowledge* kn, Position pos, int me, object ini
         else:
             rows = belief_rows(beliefs, count)
             build_beliefs(kn, work, &rows[0, 0], rows.shape[1])
-    kn.raider_sight = raider_sight
-    _mark_raiders(kn, work)
     own_fear, est_opp_fear, est_own_fear = fears
     kn.psychology = psychology
     kn.line_approach = line_approach
@@ -475,9 +454,9 @@ cdef class KnowledgeView:
 
     def __init__(self, Position pos, int me, initial, *, public=None, approached=None, moved=(),
                  fears=(0.0, 0.0, 0.0), bint psychology=False, bint line_approach=True, bint beliefs=False,
-                 belief_matrix=None, bint raider_sight=False):
+                 belief_matrix=None):
         prepare_root(self.work, &self.kn, pos, me, initial, public, approached, moved, fears, psychology,
-                     line_approach, beliefs, belief_matrix, raider_sight)
+                     line_approach, beliefs, belief_matrix)
         memcpy(self.kpub, self.kn.public_, sizeof(self.kpub))
 
     @property

@@ -24,7 +24,7 @@ FLAG, BOMB, SPY, SCOUT, MINER, MARSHAL, UNKNOWN = (
     int(Rank.FLAG), int(Rank.BOMB), int(Rank.SPY), int(Rank.SCOUT), int(Rank.MINER), int(Rank.MARSHAL),
     int(Rank.UNKNOWN),
 )
-LIEUTENANT, GENERAL = int(Rank.LIEUTENANT), int(Rank.GENERAL)
+LIEUTENANT = int(Rank.LIEUTENANT)
 MOVABLE = tuple(range(SPY, MARSHAL + 1))  # rank codes 1..10
 OWN, OPP = 0, 1
 WIN, LOSE, BOTH, PASSIVE = 0, 1, 2, 3
@@ -214,7 +214,6 @@ class Reference:
             (pid in shown) if b.owner[pid] == me else b.rank[pid] != UNKNOWN for pid in range(len(b.rank))
         ]
         self.approached = set(b.approached) if approached is None else set(approached)
-        self.sighted = self._raiders_with_sight() if params.raider_sight else frozenset()
         self.fear = (params.own_fear, params.est_opp_fear, params.est_own_fear)
         self._pools()
         if params.beliefs:
@@ -228,20 +227,6 @@ class Reference:
         self.depth = 0
 
     # --- knowledge (7.3) -------------------------------------------------------------------------
-
-    def _raiders_with_sight(self) -> frozenset[int]:
-        """Raider sight (docs/engine.md): the opponent's generals and marshals that we know and that
-        stand in our half at the root; in the opponent's view they know every piece of ours they meet."""
-        b = self.b
-        raiders = set()
-        for pid in range(b.first[self.enemy], b.end[self.enemy]):
-            if b.square[pid] < 0 or b.rank[pid] not in (GENERAL, MARSHAL):
-                continue
-            row = b.col_row(b.square[pid])[1]
-            rows_from_our_back = row if self.me == 0 else b.height - 1 - row
-            if 2 * rows_from_our_back < b.height - 1:
-                raiders.add(pid)
-        return frozenset(raiders)
 
     def _alive_unknown(self, side: int) -> list[int]:
         b = self.b
@@ -456,8 +441,6 @@ class Reference:
     def outcomes(self, persp: int, a: int, d: int) -> list[float]:
         b = self.b
         ak, dk = self.known_in(persp, a), self.known_in(persp, d)
-        if persp == OPP and (a in self.sighted or d in self.sighted):
-            ak = dk = True  # a raider with sight knows the piece of ours it meets
         out = [0.0, 0.0, 0.0, 0.0]
         if ak and dk:
             result = combat(Rank(b.rank[a]), Rank(b.rank[d]))
@@ -564,7 +547,7 @@ class Reference:
                 return self.piece[owner][b.rank[x]]
             captor_known = bool(self.kpub[y])
         else:
-            if persp == OWN or self.kpub[x] or y in self.sighted:
+            if persp == OWN or self.kpub[x]:
                 return self.piece[owner][b.rank[x]]
             captor_known = b.rank[y] != UNKNOWN
         if captor_known:

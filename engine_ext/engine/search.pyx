@@ -1091,7 +1091,7 @@ cdef int fill_search(Search* S, Position pos, int me, object initial, object par
     cdef uint64_t key = <uint64_t>(int(params.random_key) & 0xFFFFFFFFFFFFFFFF)
     prepare_root(&S.pos, &S.kn, pos, me, initial, public, approached, moved,
                  (params.own_fear, params.est_opp_fear, params.est_own_fear), params.psychology,
-                 params.line_approach, params.beliefs, beliefs, params.raider_sight)
+                 params.line_approach, params.beliefs, beliefs)
     for r in range(N_RANKS):
         base[r] = params.base[r]
         special[r] = params.special[r]

@@ -167,8 +167,7 @@ class StrategicSettings(BaseModel):
 class FlagDefence(BaseModel):
     """Not in the thesis: the defence of our own flag (docs/engine.md, *Raids*). ``flag_area`` fills
     ``SearchConfig``, ``own_flag_value`` ``build_values``, ``miner_guard`` and ``home_guard``
-    ``StrategicConfig``; ``raider_radius`` rewrites the searched position (engine_ext/engine/raiders.py);
-    ``raider_sight`` fills ``Knowledge`` (``prepare_root``)."""
+    ``StrategicConfig``; ``raider_radius`` rewrites the searched position (engine_ext/engine/raiders.py)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -188,10 +187,6 @@ class FlagDefence(BaseModel):
         -1, ge=-1, le=10, description="not in the thesis: an opponent piece we have not seen that has moved and "
         "stands within this many steps of a bomb beside our flag (of the flag, when no bomb is beside it) is "
         "searched as a miner, as many as their unseen miners (the raider); -1: off")
-    raider_sight: bool = Field(
-        False, description="not in the thesis: the opponent's general and marshal that we know and that stand "
-        "in our half are searched, in the opponent's view, as knowing every piece of ours they meet (they "
-        "take what they beat and keep off our bombs), not as pricing our unknown pieces by the pools")
 
 
 class TimeUse(BaseModel):
@@ -280,7 +275,6 @@ class SearchParams:
     own_flag_value: float = 0.0  # 0: the scale's flag value
     flag_area: int = -1
     beliefs: bool = False
-    raider_sight: bool = False
 
 
 @dataclass(frozen=True)
@@ -367,7 +361,6 @@ def search_params(
         own_flag_value=settings.own_flag_value or 0.0,
         flag_area=settings.flag_area,
         beliefs=settings.beliefs,
-        raider_sight=settings.raider_sight,
     )
 
 
