@@ -64,6 +64,9 @@ from protocol.ucc import (
 
 log = structlog.get_logger()
 
+# The reason given for a first move the opening stage sent (bot/ucc/opening.py ``hold_first_move``).
+OPENING_FALLBACK_REASON = "opening fallback: the game loop was still loading"
+
 __all__ = ["DEFAULT_MOVE_TIME", "ChosenEngine", "UccPlayer", "choose_setup", "run_ucc"]
 
 # The referee enforces no repetition rule, but our own moves obey them (the engine sees these options).
@@ -169,11 +172,13 @@ class UccPlayer:
         renew: Callable[[], MoveEngine] | None = None,
         opening: Opening | None = None,
         pending: bytes = b"",
+        first_move: Move | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``engine`` None: ``engine_for`` gives it, loaded on a thread once the colour line names the
         opponent (a failure then ends the game with exit 2). ``opening``: the colour line was answered with
-        this setup already (bot/ucc/opening.py), and ``pending`` is the input read after it."""
+        this setup already (bot/ucc/opening.py), and ``pending`` is the input read after it; ``first_move``:
+        our first move was sent already too (``hold_first_move``), so our first turn waits for its echo."""
         if engine is None and engine_for is None:
             raise ValueError("a player needs an engine, or engine_for to choose one")
         self.engine = engine
@@ -199,6 +204,7 @@ class UccPlayer:
         self._rows: list[str] = []
         self._setup_lines: list[str] = []
         self._pending: Move | None = None
+        self._sent_first = first_move  # sent by the opening stage; taken as our answer at our first turn
         self._lines: _Lines | None = None  # made on the game loop, in run
         self._backlog: deque[_Line] = deque()  # lines that arrived while the engine was thinking
         self._arrived = 0.0  # when the line being handled arrived
@@ -408,6 +414,8 @@ class UccPlayer:
         self._check_board(rows)
         if self.phase is not _Phase.ROWS:
             return []
+        if self._sent_first is not None:
+            return self._take_sent_first_move()
         answer = await self._think()
         if isinstance(answer, Surrender):
             self.phase = _Phase.OVER
@@ -417,6 +425,23 @@ class UccPlayer:
         self.phase = _Phase.ECHO
         self.stats["moves"] += 1
         return [UccMove.from_move(answer).format()]
+
+    def _take_sent_first_move(self) -> list[str]:
+        """Our first turn, answered by the opening stage while the game loop loaded: that move is ours and
+        out already; wait for its echo as after any move sent."""
+        move, self._sent_first = self._sent_first, None
+        assert move is not None
+        game = self._view()
+        self._turn_started = None
+        if move not in game.sendable_moves():  # cannot be: it was found on the same rows; the echo will tell
+            log.error("ucc.opening_move_not_legal_here", move=str(move), board=self._render())
+        self._pending = move
+        self.phase = _Phase.ECHO
+        self.stats["moves"] += 1
+        self.stats["fallback_moves"] += 1
+        log.warning("ucc.fallback_move", reason=OPENING_FALLBACK_REASON, move=str(move), ply=game.ply,
+                    sent=UccMove.from_move(move).format())
+        return []  # nothing more to send
 
     # --- the view -----------------------------------------------------------------------------------
 
@@ -629,14 +654,16 @@ def run_ucc(
     witness: EndWitness | None = None,
     opening: Opening | None = None,
     pending: bytes = b"",
+    first_move: Move | None = None,
     profile_name: str = "",
 ) -> int:
     """Play one UCC game, reading the referee from ``in_fd`` after ``pending``; the exit code. ``load`` gives
     the engine for the opponent the colour line names (on a thread: the configuration, the profile and the
     engine load while the game starts); ``opening``: the colour line was answered already. ``move_time`` is
     the referee's per-move limit (its ``-T``), which bounds the moves made before the profile is loaded;
-    ``profile_name`` the profile's name where it is known before (``--profile``), for the witness."""
+    ``profile_name`` the profile's name where it is known before (``--profile``), for the witness;
+    ``first_move``: the opening stage sent our first move already (its echo is in the input to come)."""
     player = UccPlayer(None, limits=TimeLimits(move_time_max=move_time, move_time_average=None, move_limit=None),
                        rng=rng, witness=witness, engine_for=load, opening=opening, pending=pending,
-                       profile_name=profile_name)
+                       first_move=first_move, profile_name=profile_name)
     return player.run(in_fd, out)
