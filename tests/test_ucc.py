@@ -608,6 +608,7 @@ def test_quit_while_a_stubborn_engine_thinks_ends_the_process() -> None:
     ref = Referee(bot, Side.RED)
     ref.start()
     ref.prompt_bot()
+    bot.wait_for_stderr("ucc.game")  # the game loop is up (till then the opening stage holds the turn)
     time.sleep(0.3)
     bot.send("QUIT")
     sent = time.monotonic()
@@ -818,7 +819,8 @@ class HeldOpening:
     """``perspecto ucc``'s start as bot/commands/ucc.py ``play`` runs it, on a thread and through OS pipes: the
     setup, then the opening stage while the game loop is held back (its ready pipe stays empty until
     ``release``), then the player with what the stage read and the first move it sent. The stage's clock
-    moves a second at every reading, so the first move is due as soon as its rows are in (no real waiting)."""
+    gains a second at every reading, so the first move is due as soon as its rows are in (no real waiting);
+    its stamps, ahead of the player's clock, leave the player's own move clocks as they are."""
 
     def __init__(self, engine: Any, seed: int = 3) -> None:
         self._in_r, self._in_w = os.pipe()
@@ -841,13 +843,13 @@ class HeldOpening:
             opening, pending = open_game(self._in_r, self._out_file, rng)
             assert opening is not None
             stage = hold_first_move(self._in_r, self._out_file, opening, pending, self._ready_r, move_time=1.0,
-                                    rng=rng, clock=lambda: float(next(self._ticks)))
+                                    rng=rng, clock=lambda: time.monotonic() + next(self._ticks))
             self.first_move, self.quit = stage.sent, stage.quit
             if stage.quit is not None:
                 self.code = 0
                 return
             self.player = UccPlayer(self._engine, rng=rng, opening=opening, pending=stage.pending,
-                                    first_move=stage.sent)
+                                    first_move=stage.sent, stamps=stage.stamps)
             self.code = self.player.run(self._in_r, self._out_file)
         finally:
             self._out_file.close()
@@ -959,6 +961,25 @@ def test_lines_waiting_when_the_reader_starts_are_stamped_with_the_setup_time() 
         os.close(read_end)
     assert first == _Line("RED x 10 10", 40.0) and second == _Line("START", 40.0)
     assert third == _Line("0 6 UP OK", 130.0)
+
+
+def test_lines_the_opening_stage_read_keep_the_times_they_came() -> None:
+    read_end, write_end = os.pipe()
+    loop = asyncio.new_event_loop()
+    sink: asyncio.Queue[_Line | None] = asyncio.Queue()
+    read = b"START\nrow\n5 3 DOWN OK\n0 6 UP OK\n"  # two chunks: up to the row, then the rest
+    reader = threading.Thread(target=_read_lines, args=(read_end, loop, sink),
+                              kwargs={"pending": read, "since": 9.0, "stamps": [(10, 7.0), (len(read), 8.5)],
+                                      "clock": lambda: 100.0})
+    reader.start()
+    try:
+        got = [loop.run_until_complete(asyncio.wait_for(sink.get(), 5)) for _ in range(4)]
+    finally:
+        os.close(write_end)
+        reader.join(5)
+        loop.close()
+        os.close(read_end)
+    assert got == [_Line("START", 7.0), _Line("row", 7.0), _Line("5 3 DOWN OK", 8.5), _Line("0 6 UP OK", 8.5)]
 
 
 def test_the_move_clock_starts_when_the_turn_line_arrived() -> None:

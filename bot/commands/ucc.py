@@ -107,17 +107,18 @@ def play(args: argparse.Namespace) -> int:
     # the referee and covers the first move should it come due before the game loop is there.
     loop_import = GameLoopImport(args, start_preload=preload is None)
     first_move = None
+    stamps: tuple[tuple[int, float], ...] = ()  # when the opening stage read the input it hands on
     if opening is not None:
         stage = hold_first_move(0, sys.stdout, opening, pending, loop_import.ready_fd, move_time=args.move_time,
                                 rng=rng)
-        if stage.quit is not None:  # the referee kills right after QUIT: go now, the witness logs the end
+        if stage.quit is not None:  # the referee kills right after QUIT: go now, the witness logs it
             if witness is not None:
                 witness.state({"colour": str(opening.colour.colour), "opponent": opening.colour.opponent,
                                "profile": args.profile or "", "phase": "opening",
                                "first_move": None if stage.sent is None else str(stage.sent)})
-                witness.quit(stage.quit)
+                witness.log_quit(stage.quit)
             os._exit(0)
-        pending, first_move = stage.pending, stage.sent
+        pending, first_move, stamps = stage.pending, stage.sent, stage.stamps
     preload = loop_import.wait() or preload
     assert preload is not None
     from bot.ucc.player import run_ucc
@@ -127,7 +128,7 @@ def play(args: argparse.Namespace) -> int:
     try:
         code = run_ucc(preload.engine_for, move_time=args.move_time, rng=rng, in_fd=0, out=protocol_out,
                        witness=witness, opening=opening, pending=pending, first_move=first_move,
-                       profile_name=args.profile or "")
+                       stamps=stamps, profile_name=args.profile or "")
     finally:
         sys.stdout = protocol_out
     try:

@@ -164,9 +164,12 @@ OPENING_MOVE_SHARE = 0.4
 @dataclass(frozen=True)
 class FirstMoveStage:
     """How the opening stage ended: the input the player reads again from its start, the first move sent
-    here (None: the player answers it), or the QUIT line that came (the process exits at once)."""
+    here (None: the player answers it), or the QUIT line that came (the process exits at once). ``stamps``
+    says when the input arrived: (end of a chunk in ``pending``, when it was read), in order, so that the
+    player's move clock starts when a turn's line came, not when the player got to it."""
 
     pending: bytes
+    stamps: tuple[tuple[int, float], ...] = ()
     sent: Move | None = None
     quit: str | None = None
 
@@ -199,6 +202,7 @@ def hold_first_move(fd: int, out: TextIO, opening: Opening, pending: bytes, read
     import select
 
     read = pending
+    stamps = [(len(pending), opening.sent if opening.sent is not None else clock())]  # came with the colour line
     scanned = 0  # bytes of ``read`` looked at for whole lines
     our_turn = False  # START, or the opponent's first move: the rows that follow are our first turn's
     rows: list[str] = []
@@ -215,7 +219,7 @@ def hold_first_move(fd: int, out: TextIO, opening: Opening, pending: bytes, read
             except UccProtocolError:
                 continue  # the player reads it again and says what is wrong with it
             if isinstance(event, QuitLine):
-                return FirstMoveStage(read, sent, quit=line)
+                return FirstMoveStage(read, tuple(stamps), sent, quit=line)
             if answered or due is not None:
                 continue
             if isinstance(event, (StartLine, MoveLine)):
@@ -240,7 +244,7 @@ def hold_first_move(fd: int, out: TextIO, opening: Opening, pending: bytes, read
         except (OSError, ValueError):
             readable = [ready_fd]  # no telling: hand over to the player
         if ready_fd in readable:
-            return FirstMoveStage(read, sent)
+            return FirstMoveStage(read, tuple(stamps), sent)
         if fd in readable:
             try:
                 chunk = os.read(fd, 65536)
@@ -248,5 +252,6 @@ def hold_first_move(fd: int, out: TextIO, opening: Opening, pending: bytes, read
                 chunk = b""
             if chunk:
                 read += chunk
+                stamps.append((len(read), clock()))
             else:
                 open_input = False  # the end of input: the player reads it after these bytes

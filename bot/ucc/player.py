@@ -31,7 +31,7 @@ import select
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn, TextIO
 
 import structlog
@@ -116,11 +116,12 @@ _Lines = asyncio.Queue[_Line | None]
 
 def _read_lines(fd: int, loop: asyncio.AbstractEventLoop, sink: _Lines,
                 on_quit: Callable[[str], None] | None = None, *, pending: bytes = b"", since: float | None = None,
-                clock: Callable[[], float] = time.monotonic) -> None:
+                stamps: Sequence[tuple[int, float]] = (), clock: Callable[[], float] = time.monotonic) -> None:
     """Reader thread: raw reads on the descriptor (no buffered-file lock a daemon thread could hold at exit),
     after the bytes already read (``pending``). Each line is stamped with ``clock`` when its bytes were read;
     with ``since`` (the setup went out then, before this thread started), the bytes already waiting when it
-    starts are stamped ``since``: they may have come any time after it.
+    starts are stamped ``since``: they may have come any time after it. ``stamps`` (the opening stage's:
+    where each chunk of ``pending`` ends, when it was read) stamp the lines of ``pending`` themselves.
     ``on_quit`` hears a QUIT line at once, before the game loop does (the referee kills right after it)."""
 
     def put(line: _Line | None) -> bool:
@@ -130,6 +131,16 @@ def _read_lines(fd: int, loop: asyncio.AbstractEventLoop, sink: _Lines,
             return False
         return True
 
+    if stamps:  # lines the opening stage read: each stamped with its chunk's time
+        done = 0
+        while (end := pending.find(b"\n", done)) >= 0:
+            line = pending[done:end].decode("utf-8", "replace").rstrip("\r")
+            done = end + 1
+            if on_quit is not None and line.lstrip().upper().startswith("QUIT"):
+                on_quit(line)
+            if not put(_Line(line, next((at for upto, at in stamps if upto > end), stamps[-1][1]))):
+                return
+        pending = pending[done:]
     arrived = clock() if since is None else since
     if since is not None and not select.select([fd], [], [], 0)[0]:
         since = None  # nothing waiting: what comes next is stamped when it is read
@@ -173,12 +184,14 @@ class UccPlayer:
         opening: Opening | None = None,
         pending: bytes = b"",
         first_move: Move | None = None,
+        stamps: Sequence[tuple[int, float]] = (),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``engine`` None: ``engine_for`` gives it, loaded on a thread once the colour line names the
         opponent (a failure then ends the game with exit 2). ``opening``: the colour line was answered with
         this setup already (bot/ucc/opening.py), and ``pending`` is the input read after it; ``first_move``:
-        our first move was sent already too (``hold_first_move``), so our first turn waits for its echo."""
+        our first move was sent already too (``hold_first_move``), so our first turn waits for its echo;
+        ``stamps``: when the opening stage read ``pending`` (``FirstMoveStage.stamps``)."""
         if engine is None and engine_for is None:
             raise ValueError("a player needs an engine, or engine_for to choose one")
         self.engine = engine
@@ -196,6 +209,7 @@ class UccPlayer:
         self._setup = setup
         self._opening = opening
         self._input = pending
+        self._stamps = tuple(stamps)
         self.profile_name = profile_name or (engine.name if engine is not None else "")
         self.colour: Side | None = None
         self.opponent = ""
@@ -230,9 +244,11 @@ class UccPlayer:
     async def _serve(self, in_fd: int) -> int:
         self._lines = asyncio.Queue()
         on_quit = self.witness.quit if self.witness is not None else None
-        since = self._opening.sent if self._opening is not None else None
+        # Bytes waiting when the reader starts came after what the opening read: after its last stamp.
+        since = self._stamps[-1][1] if self._stamps else self._opening.sent if self._opening is not None else None
         reader = threading.Thread(target=_read_lines, args=(in_fd, asyncio.get_running_loop(), self._lines, on_quit),
-                                  kwargs={"pending": self._input, "since": since, "clock": self._clock},
+                                  kwargs={"pending": self._input, "since": since, "stamps": self._stamps,
+                                          "clock": self._clock},
                                   name="ucc-stdin", daemon=True)
         reader.start()
         try:
@@ -655,6 +671,7 @@ def run_ucc(
     opening: Opening | None = None,
     pending: bytes = b"",
     first_move: Move | None = None,
+    stamps: Sequence[tuple[int, float]] = (),
     profile_name: str = "",
 ) -> int:
     """Play one UCC game, reading the referee from ``in_fd`` after ``pending``; the exit code. ``load`` gives
@@ -662,8 +679,9 @@ def run_ucc(
     engine load while the game starts); ``opening``: the colour line was answered already. ``move_time`` is
     the referee's per-move limit (its ``-T``), which bounds the moves made before the profile is loaded;
     ``profile_name`` the profile's name where it is known before (``--profile``), for the witness;
-    ``first_move``: the opening stage sent our first move already (its echo is in the input to come)."""
+    ``first_move``: the opening stage sent our first move already (its echo is in the input to come);
+    ``stamps``: when the opening stage read ``pending``."""
     player = UccPlayer(None, limits=TimeLimits(move_time_max=move_time, move_time_average=None, move_limit=None),
                        rng=rng, witness=witness, engine_for=load, opening=opening, pending=pending,
-                       first_move=first_move, profile_name=profile_name)
+                       first_move=first_move, stamps=stamps, profile_name=profile_name)
     return player.run(in_fd, out)
