@@ -15,7 +15,9 @@ engine may be chosen by the opponent's name on the colour line (``engine_for``),
 chooses its profile; that choice runs on a thread of its own, so that ``perspecto ucc`` can answer the colour
 line with its setup first (bot/ucc/opening.py) and load the configuration and the engine afterwards. Until
 the engine is there the game goes on: should it still be loading when a move is due, the player waits for it
-until the soft deadline, then plays a random legal move. Each move's clock starts
+until the soft deadline, then plays a random legal move. Should the game loop itself still have been
+importing when our first move was due, the opening stage sent that move (``first_move``): the player replays
+the lines the stage read and waits for that move's echo as after any move it sent. Each move's clock starts
 when the line that began our turn arrived (the reader thread stamps every line), not when the game loop got
 round to it.
 """
