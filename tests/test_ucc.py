@@ -30,9 +30,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.daemon.engine_interface import RandomEngine, SearchBudget
-from bot.ucc.opening import open_game
+from bot.ucc.opening import first_move_from_rows, hold_first_move, open_game
 from bot.ucc.opponent import UccOpponent, UccOpponentError, board_rows_for, move_line
-from bot.ucc.player import LOGGED_LINE, ChosenEngine, UccPlayer, _Line, _read_lines
+from bot.ucc.player import LOGGED_LINE, OPENING_FALLBACK_REASON, ChosenEngine, UccPlayer, _Line, _read_lines
 from engine_ext.engine.timeman import TimeLimits, TimeManager
 from engine_ext.rules.game import Game, IllegalMove, Move, MoveResult, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
@@ -608,6 +608,7 @@ def test_quit_while_a_stubborn_engine_thinks_ends_the_process() -> None:
     ref = Referee(bot, Side.RED)
     ref.start()
     ref.prompt_bot()
+    bot.wait_for_stderr("ucc.game")  # the game loop is up (till then the opening stage holds the turn)
     time.sleep(0.3)
     bot.send("QUIT")
     sent = time.monotonic()
@@ -814,6 +815,128 @@ def test_no_opening_without_a_colour_line_for_the_classic_board(sent: bytes, pen
     os.close(read_end)
 
 
+class HeldOpening:
+    """``perspecto ucc``'s start as bot/commands/ucc.py ``play`` runs it, on a thread and through OS pipes: the
+    setup, then the opening stage while the game loop is held back (its ready pipe stays empty until
+    ``release``), then the player with what the stage read and the first move it sent. The stage's clock
+    gains a second at every reading, so the first move is due as soon as its rows are in (no real waiting);
+    its stamps, ahead of the player's clock, leave the player's own move clocks as they are."""
+
+    def __init__(self, engine: Any, seed: int = 3) -> None:
+        self._in_r, self._in_w = os.pipe()
+        self._ready_r, self._ready_w = os.pipe()
+        out_r, out_w = os.pipe()
+        self._out_file = os.fdopen(out_w, "w")
+        self._out = _LineQueue(os.fdopen(out_r))
+        self._engine, self._seed = engine, seed
+        self._ticks = iter(range(10**9))
+        self.player: UccPlayer | None = None
+        self.first_move: Move | None = None
+        self.quit: str | None = None
+        self.code: int | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            rng = random.Random(self._seed)
+            opening, pending = open_game(self._in_r, self._out_file, rng)
+            assert opening is not None
+            stage = hold_first_move(self._in_r, self._out_file, opening, pending, self._ready_r, move_time=1.0,
+                                    rng=rng, clock=lambda: time.monotonic() + next(self._ticks))
+            self.first_move, self.quit = stage.sent, stage.quit
+            if stage.quit is not None:
+                self.code = 0
+                return
+            self.player = UccPlayer(self._engine, rng=rng, opening=opening, pending=stage.pending,
+                                    first_move=stage.sent, stamps=stage.stamps)
+            self.code = self.player.run(self._in_r, self._out_file)
+        finally:
+            self._out_file.close()
+
+    def release(self) -> None:
+        """The game loop has loaded."""
+        os.write(self._ready_w, b"!")
+
+    def send(self, line: str) -> None:
+        os.write(self._in_w, (line + "\n").encode())
+
+    def recv(self, timeout: float = 10.0) -> str:
+        line = self._out.get(timeout)
+        assert line is not None, "the player stopped"
+        return line
+
+    def close_input(self) -> None:
+        if self._in_w >= 0:
+            os.close(self._in_w)
+            self._in_w = -1
+
+    def wait(self, timeout: float = 10.0) -> int:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the player is still running"
+        self.close_input()
+        assert self.code is not None
+        return self.code
+
+
+@pytest.mark.parametrize("colour", [Side.RED, Side.BLUE])
+def test_the_first_move_goes_out_while_the_game_loop_loads_and_the_game_goes_on(colour: Side) -> None:
+    with structlog.testing.capture_logs() as logs:
+        bot = HeldOpening(RandomEngine(2))
+        ref = Referee(bot, colour, seed=11)
+        ref.start()
+        if colour == Side.BLUE:
+            assert ref.step()  # RED's first move, told to BLUE with its turn
+        assert ref.game is not None
+        ref.prompt_bot()
+        before = ref.game.legal_moves()
+        first = ref.answer().move  # judged by the rules: an illegal move fails here
+        assert first in before and bot.player is None  # sent by the opening stage, the game loop held back
+        bot.release()
+        for _ in range(12):
+            if not ref.step():
+                break
+        bot.send("QUIT")
+        assert bot.wait(5) == 0
+    assert bot.first_move == first and bot.player is not None and bot.player.stats["board_mismatches"] == 0
+    assert bot.player.stats["fallback_moves"] == 1 and bot.player.stats["moves"] == ref.bot_moves > 1
+    [fallback] = [e for e in logs if e["event"] == "ucc.fallback_move"]
+    assert fallback["reason"] == OPENING_FALLBACK_REASON and fallback["move"] == str(bot.first_move)
+    assert fallback["ply"] == (0 if colour == Side.RED else 1)
+
+
+def test_the_game_loop_there_in_time_answers_the_first_move_itself() -> None:
+    with structlog.testing.capture_logs() as logs:
+        bot = HeldOpening(RightmostEngine())
+        bot.release()  # loaded before the first move is due: the stage hands everything over
+        ref = Referee(bot, Side.RED, seed=4)
+        ref.start()
+        for _ in range(4):
+            ref.step()
+        bot.send("QUIT")
+        assert bot.wait(5) == 0
+    assert bot.first_move is None and bot.player is not None and bot.player.stats["fallback_moves"] == 0
+    assert not [e for e in logs if e["event"] == "ucc.fallback_move"]
+
+
+def test_quit_in_the_opening_stage_ends_it_at_once() -> None:
+    bot = HeldOpening(RandomEngine(1))  # never released: the game loop never loads
+    ref = Referee(bot, Side.RED)
+    ref.start()
+    bot.send("QUIT 0 RED")
+    assert bot.wait(5) == 0 and bot.quit == "QUIT 0 RED" and bot.player is None
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from([Side.RED, Side.BLUE]))
+def test_the_first_move_from_the_rows_is_legal(seed: int, colour: Side) -> None:
+    rng = random.Random(seed)
+    game = Game(RulesOptions(), CLASSIC.random_placement(Side.RED, rng), CLASSIC.random_placement(Side.BLUE, rng))
+    if colour == Side.BLUE:
+        game.play(rng.choice(game.legal_moves()))
+    move = first_move_from_rows(spec_rows(game, colour), rng)
+    assert move is not None and move in game.legal_moves()
+
+
 def test_lines_waiting_when_the_reader_starts_are_stamped_with_the_setup_time() -> None:
     # The referee's clock for RED's first move starts when it sends START, which may be while the player is
     # still starting up after its setup: such a line must not count from when the reader got to it.
@@ -838,6 +961,25 @@ def test_lines_waiting_when_the_reader_starts_are_stamped_with_the_setup_time() 
         os.close(read_end)
     assert first == _Line("RED x 10 10", 40.0) and second == _Line("START", 40.0)
     assert third == _Line("0 6 UP OK", 130.0)
+
+
+def test_lines_the_opening_stage_read_keep_the_times_they_came() -> None:
+    read_end, write_end = os.pipe()
+    loop = asyncio.new_event_loop()
+    sink: asyncio.Queue[_Line | None] = asyncio.Queue()
+    read = b"START\nrow\n5 3 DOWN OK\n0 6 UP OK\n"  # two chunks: up to the row, then the rest
+    reader = threading.Thread(target=_read_lines, args=(read_end, loop, sink),
+                              kwargs={"pending": read, "since": 9.0, "stamps": [(10, 7.0), (len(read), 8.5)],
+                                      "clock": lambda: 100.0})
+    reader.start()
+    try:
+        got = [loop.run_until_complete(asyncio.wait_for(sink.get(), 5)) for _ in range(4)]
+    finally:
+        os.close(write_end)
+        reader.join(5)
+        loop.close()
+        os.close(read_end)
+    assert got == [_Line("START", 7.0), _Line("row", 7.0), _Line("5 3 DOWN OK", 8.5), _Line("0 6 UP OK", 8.5)]
 
 
 def test_the_move_clock_starts_when_the_turn_line_arrived() -> None:

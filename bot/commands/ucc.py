@@ -4,9 +4,11 @@ The referee forfeits a program whose setup is not out within its -T seconds of s
 in this order: only the rules, the UCC codec and the setup generator are imported (bot/ucc/opening.py); the
 witness is forked (before any thread); the configuration and the engine start loading on a thread of their
 own (``Preload``) at once if the colour line is not there within 50 ms (BLUE waits while RED sets up: time
-to load in); the colour line is answered with the setup; the logs and the game loop's modules are imported,
-then the loading starts if it has not; the player plays random legal moves should a move be due before the
-engine is there. This module imports nothing heavy at the top: bot/cli.py imports it before the setup.
+to load in); the colour line is answered with the setup; the logs and the game loop's modules are imported on
+a thread (``GameLoopImport``), then the loading starts if it has not, while the opening stage reads the
+referee and sends our first move itself should it come due before they are there (``hold_first_move``); the
+player plays random legal moves should a move be due before the engine is there. This module imports nothing
+heavy at the top: bot/cli.py imports it before the setup.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
 def play(args: argparse.Namespace) -> int:
     """One game: the setup first, the engine loading meanwhile (the module's docstring)."""
-    from bot.ucc.opening import input_within, load_generator, open_game
+    from bot.ucc.opening import hold_first_move, input_within, load_generator, open_game
     from bot.ucc.witness import EndWitness
 
     rng = random.Random(args.seed)  # the setup's, then the player's: --seed replays the game
@@ -100,18 +102,33 @@ def play(args: argparse.Namespace) -> int:
     # The colour line not there at once: the referee is busy with the other program's setup; load meanwhile.
     preload = None if input_within(0, 0.05) else Preload(args)
     opening, pending = open_game(0, sys.stdout, rng)
-    configure_logging(args.log_level)
+    # The game loop's own imports first, the engine's loading after them when not started before (RED's
+    # first move is due within -T of START, which follows the setups at once); meanwhile this thread reads
+    # the referee and covers the first move should it come due before the game loop is there.
+    loop_import = GameLoopImport(args, start_preload=preload is None)
+    first_move = None
+    stamps: tuple[tuple[int, float], ...] = ()  # when the opening stage read the input it hands on
+    if opening is not None:
+        stage = hold_first_move(0, sys.stdout, opening, pending, loop_import.ready_fd, move_time=args.move_time,
+                                rng=rng)
+        if stage.quit is not None:  # the referee kills right after QUIT: go now, the witness logs it
+            if witness is not None:
+                witness.state({"colour": str(opening.colour.colour), "opponent": opening.colour.opponent,
+                               "profile": args.profile or "", "phase": "opening",
+                               "first_move": None if stage.sent is None else str(stage.sent)})
+                witness.log_quit(stage.quit)
+            os._exit(0)
+        pending, first_move, stamps = stage.pending, stage.sent, stage.stamps
+    preload = loop_import.wait() or preload
+    assert preload is not None
     from bot.ucc.player import run_ucc
-
-    # Only now, when not started before: the game loop's own imports come first (RED's first move is due
-    # within -T of START, which follows the setups at once).
-    preload = preload or Preload(args)
 
     protocol_out = sys.stdout
     sys.stdout = sys.stderr  # a stray print anywhere must not corrupt the protocol
     try:
         code = run_ucc(preload.engine_for, move_time=args.move_time, rng=rng, in_fd=0, out=protocol_out,
-                       witness=witness, opening=opening, pending=pending, profile_name=args.profile or "")
+                       witness=witness, opening=opening, pending=pending, first_move=first_move,
+                       stamps=stamps, profile_name=args.profile or "")
     finally:
         sys.stdout = protocol_out
     try:
@@ -123,6 +140,42 @@ def play(args: argparse.Namespace) -> int:
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+class GameLoopImport:
+    """The logs configured and the game loop's modules imported on a thread of its own, then the engine's
+    loading started (``start_preload``); ``ready_fd`` turns readable when that is done, for the opening
+    stage's ``select`` (bot/ucc/opening.py ``hold_first_move``)."""
+
+    def __init__(self, args: argparse.Namespace, *, start_preload: bool) -> None:
+        self._args = args
+        self._start_preload = start_preload
+        self.ready_fd, self._ready_w = os.pipe()
+        self._preload: Preload | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="ucc-import", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            configure_logging(self._args.log_level)
+            import bot.ucc.player  # noqa: F401
+
+            if self._start_preload:
+                self._preload = Preload(self._args)
+        except BaseException as exc:  # raised again on the main thread by ``wait``
+            self._error = exc
+        finally:
+            os.write(self._ready_w, b"!")
+
+    def wait(self) -> Preload | None:
+        """Until done: the loading it started (None if not asked to); an import's failure raises here."""
+        self._thread.join()
+        os.close(self.ready_fd)
+        os.close(self._ready_w)
+        if self._error is not None:
+            raise self._error
+        return self._preload
 
 
 class Preload:

@@ -10,6 +10,10 @@ generator; the configuration, the profile and the engine load after the setup is
 
 The seeded generator that chose the setup goes on to the player, so ``--seed`` replays the same game.
 Nothing here logs unless the setup library fails (the fallback setup is used then).
+
+The first move is covered here too (``hold_first_move``): while the game loop's modules import on a thread,
+this stage reads the referee; should our first move come due before they are there, it sends a legal move
+found from the board rows alone, and the player takes the game up knowing it was sent.
 """
 
 from __future__ import annotations
@@ -22,9 +26,21 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from bot.daemon.fallback_setup import fallback_setup
+from engine_ext.rules.game import Move
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.rulesets import CLASSIC, Square
-from protocol.ucc import ColourLine, UccProtocolError, format_setup_lines, parse_referee_line
+from protocol.ucc import (
+    BoardRow,
+    ColourLine,
+    MoveLine,
+    QuitLine,
+    StartLine,
+    UccMove,
+    UccProtocolError,
+    format_setup_lines,
+    parse_board_rows,
+    parse_referee_line,
+)
 
 DEFAULT_MOVE_TIME = 2.0  # the referee's default -T
 RULESET = CLASSIC  # the referee plays the classic 10x10 game with 40 pieces a side
@@ -135,3 +151,107 @@ def open_game(fd: int, out: TextIO, rng: random.Random) -> tuple[Opening | None,
     except BrokenPipeError:  # the referee has gone; the player finds out and exits quietly
         return None, b""
     return opening, rest
+
+
+# How long, as a share of the referee's -T counted from the last board row of our first turn, the game loop
+# may still be loading before this stage sends the first move itself. The game loop, once there, needs a
+# little of -T for its own start (its reader, the view, the engine's fallback); a loaded machine may keep a
+# process off the CPU for a few hundred milliseconds more. 40 % leaves the move out with 60 % of -T to
+# spare, while on an idle machine the loop is loaded long before (about 0.3 s after the setup).
+OPENING_MOVE_SHARE = 0.4
+
+
+@dataclass(frozen=True)
+class FirstMoveStage:
+    """How the opening stage ended: the input the player reads again from its start, the first move sent
+    here (None: the player answers it), or the QUIT line that came (the process exits at once). ``stamps``
+    says when the input arrived: (end of a chunk in ``pending``, when it was read), in order, so that the
+    player's move clock starts when a turn's line came, not when the player got to it."""
+
+    pending: bytes
+    stamps: tuple[tuple[int, float], ...] = ()
+    sent: Move | None = None
+    quit: str | None = None
+
+
+def first_move_from_rows(rows: list[str], rng: random.Random) -> Move | None:
+    """A legal first move from the referee's board rows alone: a movable piece of ours one square onto an
+    empty or enemy square of the board that is not a lake (None: no such move, or rows we cannot read).
+    A side's first move cannot break the two-squares rule, so no history is needed."""
+    try:
+        board = parse_board_rows(rows, RULESET)
+    except UccProtocolError:
+        return None
+    moves = [
+        Move(sq, to)
+        for sq, rank in sorted(board.own.items())
+        if rank.movable
+        for to in (Square(sq.col + dx, sq.row + dy) for dx, dy in ((0, -1), (0, 1), (-1, 0), (1, 0)))
+        if RULESET.on_board(to) and not RULESET.is_lake(to) and to not in board.own
+    ]
+    return rng.choice(moves) if moves else None
+
+
+def hold_first_move(fd: int, out: TextIO, opening: Opening, pending: bytes, ready_fd: int, *, move_time: float,
+                    rng: random.Random, clock: Callable[[], float] = time.monotonic) -> FirstMoveStage:
+    """Read the referee from ``fd`` (after ``pending``) until ``ready_fd`` turns readable (the game loop has
+    loaded), a QUIT line comes, or the input ends. Once our first turn's ten board rows are in (after START
+    for RED, after RED's first move for BLUE) and ``OPENING_MOVE_SHARE`` of ``move_time`` has gone by on
+    ``clock`` without the loop, the move from ``first_move_from_rows`` goes out on ``out``. Every byte read is
+    handed on: the player replays the lines to build its view."""
+    import select
+
+    read = pending
+    stamps = [(len(pending), opening.sent if opening.sent is not None else clock())]  # came with the colour line
+    scanned = 0  # bytes of ``read`` looked at for whole lines
+    our_turn = False  # START, or the opponent's first move: the rows that follow are our first turn's
+    rows: list[str] = []
+    due: float | None = None  # when the first move goes out unless the loop is there first
+    sent: Move | None = None
+    answered = False  # the first move has been decided on here (sent, or none found: the player's then)
+    open_input = True
+    while True:
+        while (end := read.find(b"\n", scanned)) >= 0:
+            line = read[scanned:end].decode("utf-8", "replace").rstrip("\r")
+            scanned = end + 1
+            try:
+                event = parse_referee_line(line)
+            except UccProtocolError:
+                continue  # the player reads it again and says what is wrong with it
+            if isinstance(event, QuitLine):
+                return FirstMoveStage(read, tuple(stamps), sent, quit=line)
+            if answered or due is not None:
+                continue
+            if isinstance(event, (StartLine, MoveLine)):
+                our_turn, rows = True, []
+            elif isinstance(event, BoardRow) and our_turn:
+                rows.append(event.cells)
+                if len(rows) == RULESET.height:
+                    due = clock() + OPENING_MOVE_SHARE * move_time
+        if due is not None and clock() >= due:
+            sent = first_move_from_rows(rows, rng)
+            due, answered = None, True
+            if sent is not None:
+                try:
+                    out.write(UccMove.from_move(sent).format() + "\n")
+                    out.flush()
+                except BrokenPipeError:  # the referee has gone: the player finds out and exits quietly
+                    pass
+        watched = [fd, ready_fd] if open_input else [ready_fd]
+        timeout = None if due is None else max(0.0, due - clock())
+        try:
+            readable = select.select(watched, [], [], timeout)[0]
+        except (OSError, ValueError):
+            readable = [ready_fd]  # no telling: hand over to the player
+        if ready_fd in readable:
+            return FirstMoveStage(read, tuple(stamps), sent)
+        if fd in readable:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            if chunk:
+                read += chunk
+                stamps.append((len(read), clock()))
+            else:
+                open_input = False  # the end of input: the player reads it after these bytes

@@ -15,7 +15,9 @@ engine may be chosen by the opponent's name on the colour line (``engine_for``),
 chooses its profile; that choice runs on a thread of its own, so that ``perspecto ucc`` can answer the colour
 line with its setup first (bot/ucc/opening.py) and load the configuration and the engine afterwards. Until
 the engine is there the game goes on: should it still be loading when a move is due, the player waits for it
-until the soft deadline, then plays a random legal move. Each move's clock starts
+until the soft deadline, then plays a random legal move. Should the game loop itself still have been
+importing when our first move was due, the opening stage sent that move (``first_move``): the player replays
+the lines the stage read and waits for that move's echo as after any move it sent. Each move's clock starts
 when the line that began our turn arrived (the reader thread stamps every line), not when the game loop got
 round to it.
 """
@@ -31,7 +33,7 @@ import select
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, NamedTuple, NoReturn, TextIO
 
 import structlog
@@ -63,6 +65,9 @@ from protocol.ucc import (
 )
 
 log = structlog.get_logger()
+
+# The reason given for a first move the opening stage sent (bot/ucc/opening.py ``hold_first_move``).
+OPENING_FALLBACK_REASON = "opening fallback: the game loop was still loading"
 
 __all__ = ["DEFAULT_MOVE_TIME", "ChosenEngine", "UccPlayer", "choose_setup", "run_ucc"]
 
@@ -113,11 +118,12 @@ _Lines = asyncio.Queue[_Line | None]
 
 def _read_lines(fd: int, loop: asyncio.AbstractEventLoop, sink: _Lines,
                 on_quit: Callable[[str], None] | None = None, *, pending: bytes = b"", since: float | None = None,
-                clock: Callable[[], float] = time.monotonic) -> None:
+                stamps: Sequence[tuple[int, float]] = (), clock: Callable[[], float] = time.monotonic) -> None:
     """Reader thread: raw reads on the descriptor (no buffered-file lock a daemon thread could hold at exit),
     after the bytes already read (``pending``). Each line is stamped with ``clock`` when its bytes were read;
     with ``since`` (the setup went out then, before this thread started), the bytes already waiting when it
-    starts are stamped ``since``: they may have come any time after it.
+    starts are stamped ``since``: they may have come any time after it. ``stamps`` (the opening stage's:
+    where each chunk of ``pending`` ends, when it was read) stamp the lines of ``pending`` themselves.
     ``on_quit`` hears a QUIT line at once, before the game loop does (the referee kills right after it)."""
 
     def put(line: _Line | None) -> bool:
@@ -127,6 +133,16 @@ def _read_lines(fd: int, loop: asyncio.AbstractEventLoop, sink: _Lines,
             return False
         return True
 
+    if stamps:  # lines the opening stage read: each stamped with its chunk's time
+        done = 0
+        while (end := pending.find(b"\n", done)) >= 0:
+            line = pending[done:end].decode("utf-8", "replace").rstrip("\r")
+            done = end + 1
+            if on_quit is not None and line.lstrip().upper().startswith("QUIT"):
+                on_quit(line)
+            if not put(_Line(line, next((at for upto, at in stamps if upto > end), stamps[-1][1]))):
+                return
+        pending = pending[done:]
     arrived = clock() if since is None else since
     if since is not None and not select.select([fd], [], [], 0)[0]:
         since = None  # nothing waiting: what comes next is stamped when it is read
@@ -169,11 +185,15 @@ class UccPlayer:
         renew: Callable[[], MoveEngine] | None = None,
         opening: Opening | None = None,
         pending: bytes = b"",
+        first_move: Move | None = None,
+        stamps: Sequence[tuple[int, float]] = (),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``engine`` None: ``engine_for`` gives it, loaded on a thread once the colour line names the
         opponent (a failure then ends the game with exit 2). ``opening``: the colour line was answered with
-        this setup already (bot/ucc/opening.py), and ``pending`` is the input read after it."""
+        this setup already (bot/ucc/opening.py), and ``pending`` is the input read after it; ``first_move``:
+        our first move was sent already too (``hold_first_move``), so our first turn waits for its echo;
+        ``stamps``: when the opening stage read ``pending`` (``FirstMoveStage.stamps``)."""
         if engine is None and engine_for is None:
             raise ValueError("a player needs an engine, or engine_for to choose one")
         self.engine = engine
@@ -191,6 +211,7 @@ class UccPlayer:
         self._setup = setup
         self._opening = opening
         self._input = pending
+        self._stamps = tuple(stamps)
         self.profile_name = profile_name or (engine.name if engine is not None else "")
         self.colour: Side | None = None
         self.opponent = ""
@@ -199,6 +220,7 @@ class UccPlayer:
         self._rows: list[str] = []
         self._setup_lines: list[str] = []
         self._pending: Move | None = None
+        self._sent_first = first_move  # sent by the opening stage; taken as our answer at our first turn
         self._lines: _Lines | None = None  # made on the game loop, in run
         self._backlog: deque[_Line] = deque()  # lines that arrived while the engine was thinking
         self._arrived = 0.0  # when the line being handled arrived
@@ -224,9 +246,11 @@ class UccPlayer:
     async def _serve(self, in_fd: int) -> int:
         self._lines = asyncio.Queue()
         on_quit = self.witness.quit if self.witness is not None else None
-        since = self._opening.sent if self._opening is not None else None
+        # Bytes waiting when the reader starts came after what the opening read: after its last stamp.
+        since = self._stamps[-1][1] if self._stamps else self._opening.sent if self._opening is not None else None
         reader = threading.Thread(target=_read_lines, args=(in_fd, asyncio.get_running_loop(), self._lines, on_quit),
-                                  kwargs={"pending": self._input, "since": since, "clock": self._clock},
+                                  kwargs={"pending": self._input, "since": since, "stamps": self._stamps,
+                                          "clock": self._clock},
                                   name="ucc-stdin", daemon=True)
         reader.start()
         try:
@@ -408,6 +432,8 @@ class UccPlayer:
         self._check_board(rows)
         if self.phase is not _Phase.ROWS:
             return []
+        if self._sent_first is not None:
+            return self._take_sent_first_move()
         answer = await self._think()
         if isinstance(answer, Surrender):
             self.phase = _Phase.OVER
@@ -417,6 +443,23 @@ class UccPlayer:
         self.phase = _Phase.ECHO
         self.stats["moves"] += 1
         return [UccMove.from_move(answer).format()]
+
+    def _take_sent_first_move(self) -> list[str]:
+        """Our first turn, answered by the opening stage while the game loop loaded: that move is ours and
+        out already; wait for its echo as after any move sent."""
+        move, self._sent_first = self._sent_first, None
+        assert move is not None
+        game = self._view()
+        self._turn_started = None
+        if move not in game.sendable_moves():  # cannot be: it was found on the same rows; the echo will tell
+            log.error("ucc.opening_move_not_legal_here", move=str(move), board=self._render())
+        self._pending = move
+        self.phase = _Phase.ECHO
+        self.stats["moves"] += 1
+        self.stats["fallback_moves"] += 1
+        log.warning("ucc.fallback_move", reason=OPENING_FALLBACK_REASON, move=str(move), ply=game.ply,
+                    sent=UccMove.from_move(move).format())
+        return []  # nothing more to send
 
     # --- the view -----------------------------------------------------------------------------------
 
@@ -629,14 +672,18 @@ def run_ucc(
     witness: EndWitness | None = None,
     opening: Opening | None = None,
     pending: bytes = b"",
+    first_move: Move | None = None,
+    stamps: Sequence[tuple[int, float]] = (),
     profile_name: str = "",
 ) -> int:
     """Play one UCC game, reading the referee from ``in_fd`` after ``pending``; the exit code. ``load`` gives
     the engine for the opponent the colour line names (on a thread: the configuration, the profile and the
     engine load while the game starts); ``opening``: the colour line was answered already. ``move_time`` is
     the referee's per-move limit (its ``-T``), which bounds the moves made before the profile is loaded;
-    ``profile_name`` the profile's name where it is known before (``--profile``), for the witness."""
+    ``profile_name`` the profile's name where it is known before (``--profile``), for the witness;
+    ``first_move``: the opening stage sent our first move already (its echo is in the input to come);
+    ``stamps``: when the opening stage read ``pending``."""
     player = UccPlayer(None, limits=TimeLimits(move_time_max=move_time, move_time_average=None, move_limit=None),
                        rng=rng, witness=witness, engine_for=load, opening=opening, pending=pending,
-                       profile_name=profile_name)
+                       first_move=first_move, stamps=stamps, profile_name=profile_name)
     return player.run(in_fd, out)

@@ -63,6 +63,11 @@ class EndWitness:
         """The referee's QUIT line, told before the player handles it."""
         self._tell({"quit": line})
 
+    def log_quit(self, line: str) -> None:
+        """The referee's QUIT line, which the witness is to log as ``ucc.quit`` once the player has gone: the
+        player exits at once before its logs are set up (the opening stage, bot/ucc/opening.py)."""
+        self._tell({"quit": line, "log_quit": True})
+
     def done(self) -> None:
         """The player has logged its own end: the witness stays silent."""
         self._tell({"done": True})
@@ -78,6 +83,7 @@ def _watch(fd: int, configure_logging: Callable[[], None] | None = None) -> None
     state: dict[str, Any] = {}
     quit_line: str | None = None
     done = False
+    log_quit = False  # the player left the QUIT line's log to us
     pending = b""
     while chunk := os.read(fd, 65536):
         pending += chunk
@@ -90,11 +96,16 @@ def _watch(fd: int, configure_logging: Callable[[], None] | None = None) -> None
             state = message.get("state", state)
             quit_line = message.get("quit", quit_line)
             done = done or bool(message.get("done"))
+            log_quit = log_quit or bool(message.get("log_quit"))
     if not done:
         import structlog  # here: the player may fork the witness before it has imported structlog
 
         if configure_logging is not None:
             configure_logging()
+        if log_quit:
+            result = (quit_line or "").split(maxsplit=1)[1:]
+            structlog.get_logger().info("ucc.quit", result=result[0] if result else None, **state)
+            return
         why = ("killed right after QUIT, as the referee kills its programs" if quit_line is not None else
                "ended (killed, stopped and killed, or crashed) before any QUIT reached it")
         structlog.get_logger().warning("ucc.killed", why=why, quit=quit_line, **state)
