@@ -358,22 +358,24 @@ class Child:
         return "".join(self._err)
 
 
-class InProcess:
-    """A ``UccPlayer`` on a thread, talking through OS pipes exactly as the process does."""
+class PipedPlayer:
+    """A player on a thread, talking through OS pipes exactly as the process does; ``_play`` plays the game
+    on the pipes and gives the exit code."""
 
-    def __init__(self, player: UccPlayer) -> None:
-        self.player = player
+    def __init__(self) -> None:
         self._in_r, self._in_w = os.pipe()
         out_r, out_w = os.pipe()
         self._out_file = os.fdopen(out_w, "w")
         self._out = _LineQueue(os.fdopen(out_r))
         self.code: int | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+
+    def _play(self) -> int:
+        raise NotImplementedError
 
     def _run(self) -> None:
         try:
-            self.code = self.player.run(self._in_r, self._out_file)
+            self.code = self._play()
         finally:
             self._out_file.close()
 
@@ -396,6 +398,18 @@ class InProcess:
         self.close_input()  # lets the player's reader thread finish
         assert self.code is not None
         return self.code
+
+
+class InProcess(PipedPlayer):
+    """A ``UccPlayer`` on a thread, talking through OS pipes exactly as the process does."""
+
+    def __init__(self, player: UccPlayer) -> None:
+        super().__init__()
+        self.player = player
+        self._thread.start()
+
+    def _play(self) -> int:
+        return self.player.run(self._in_r, self._out_file)
 
 
 class Referee:
@@ -815,7 +829,7 @@ def test_no_opening_without_a_colour_line_for_the_classic_board(sent: bytes, pen
     os.close(read_end)
 
 
-class HeldOpening:
+class HeldOpening(PipedPlayer):
     """``perspecto ucc``'s start as bot/commands/ucc.py ``play`` runs it, on a thread and through OS pipes: the
     setup, then the opening stage while the game loop is held back (its ready pipe stays empty until
     ``release``), then the player with what the stage read and the first move it sent. The stage's clock
@@ -823,60 +837,31 @@ class HeldOpening:
     its stamps, ahead of the player's clock, leave the player's own move clocks as they are."""
 
     def __init__(self, engine: Any, seed: int = 3) -> None:
-        self._in_r, self._in_w = os.pipe()
+        super().__init__()
         self._ready_r, self._ready_w = os.pipe()
-        out_r, out_w = os.pipe()
-        self._out_file = os.fdopen(out_w, "w")
-        self._out = _LineQueue(os.fdopen(out_r))
         self._engine, self._seed = engine, seed
         self._ticks = iter(range(10**9))
         self.player: UccPlayer | None = None
         self.first_move: Move | None = None
         self.quit: str | None = None
-        self.code: int | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    def _run(self) -> None:
-        try:
-            rng = random.Random(self._seed)
-            opening, pending = open_game(self._in_r, self._out_file, rng)
-            assert opening is not None
-            stage = hold_first_move(self._in_r, self._out_file, opening, pending, self._ready_r, move_time=1.0,
-                                    rng=rng, clock=lambda: time.monotonic() + next(self._ticks))
-            self.first_move, self.quit = stage.sent, stage.quit
-            if stage.quit is not None:
-                self.code = 0
-                return
-            self.player = UccPlayer(self._engine, rng=rng, opening=opening, pending=stage.pending,
-                                    first_move=stage.sent, stamps=stage.stamps)
-            self.code = self.player.run(self._in_r, self._out_file)
-        finally:
-            self._out_file.close()
+    def _play(self) -> int:
+        rng = random.Random(self._seed)
+        opening, pending = open_game(self._in_r, self._out_file, rng)
+        assert opening is not None
+        stage = hold_first_move(self._in_r, self._out_file, opening, pending, self._ready_r, move_time=1.0,
+                                rng=rng, clock=lambda: time.monotonic() + next(self._ticks))
+        self.first_move, self.quit = stage.sent, stage.quit
+        if stage.quit is not None:
+            return 0
+        self.player = UccPlayer(self._engine, rng=rng, opening=opening, pending=stage.pending,
+                                first_move=stage.sent, stamps=stage.stamps)
+        return self.player.run(self._in_r, self._out_file)
 
     def release(self) -> None:
         """The game loop has loaded."""
         os.write(self._ready_w, b"!")
-
-    def send(self, line: str) -> None:
-        os.write(self._in_w, (line + "\n").encode())
-
-    def recv(self, timeout: float = 10.0) -> str:
-        line = self._out.get(timeout)
-        assert line is not None, "the player stopped"
-        return line
-
-    def close_input(self) -> None:
-        if self._in_w >= 0:
-            os.close(self._in_w)
-            self._in_w = -1
-
-    def wait(self, timeout: float = 10.0) -> int:
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), "the player is still running"
-        self.close_input()
-        assert self.code is not None
-        return self.code
 
 
 @pytest.mark.parametrize("colour", [Side.RED, Side.BLUE])
