@@ -21,7 +21,7 @@ from bot.config import get_profile
 from bot.daemon import journal as journal_module
 from bot.daemon.client import BotClient
 from bot.daemon.health import check_health, read_health
-from bot.daemon.journal import GameJournal
+from bot.daemon.journal import GameJournal, read_finished
 from bot.daemon.learning import OpponentMemory
 from bot.daemon.opponent_store import OpponentStore, open_store
 from bot.daemon.service import BotDaemon
@@ -300,3 +300,16 @@ def test_a_heartbeat_that_cannot_be_written_is_logged_once_not_at_every_call(tmp
             reporter.refresh()
     assert [e["event"] for e in logs if e["event"].startswith("bot.health_write")] == ["bot.health_write_failed"]
     assert reporter.write_error is not None
+
+
+def test_games_that_end_in_the_same_microsecond_keep_a_journal_each(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finished journals are named by the game and the microsecond it ended: a name taken already (the clock
+    did not move, the same game id ended again) must not replace the journal kept under it, and the newest
+    ones are the ones kept."""
+    monkeypatch.setattr("bot.daemon.journal.time.time_ns", lambda: 1_795_812_179_861_000_000)
+    journal = GameJournal(tmp_path, "bot-t", fsync=False, keep=3, keep_bytes=10**9)
+    finish_games(journal, 5, lines=1)
+    done = sorted((tmp_path / "done").glob("*.jsonl"))
+    assert [p.name for p in done] == [f"game-bot-t-1795812179861000-{n}.jsonl" for n in (2, 3, 4)]
+    assert [read_finished(p)[1]["end"] for p in done] == ["game 2", "game 3", "game 4"]

@@ -226,7 +226,7 @@ class GameJournal:
         self.entries = []
         if failed or not self.path.exists():
             return None
-        target = self.done_dir / f"{name}-{self.bot_id}-{int(time.time() * 1000)}.jsonl"
+        target = self._done_path(name)
         try:
             with open(self.path, "a", encoding="utf-8") as out:
                 end: dict[str, Any] = {"end": outcome, "time": _now()}
@@ -241,6 +241,17 @@ class GameJournal:
             return None
         self._prune()
         return target
+
+    def _done_path(self, name: str) -> Path:
+        """A new name in done/ for a finished game: the same game id can end twice within one clock tick
+        (a game replayed, a quick rematch), and a name taken already would replace a kept journal."""
+        stem = f"{name}-{self.bot_id}-{time.time_ns() // 1000}"
+        taken = [path.stem[len(stem):] for path in self.done_dir.glob(f"{stem}*.jsonl")]
+        if not taken:
+            return self.done_dir / f"{stem}.jsonl"
+        # Past the highest number taken, not into a gap the pruning left: the number orders them (_end_order).
+        numbers = [int(rest[1:]) for rest in taken if rest.startswith("-") and rest[1:].isdigit()]
+        return self.done_dir / f"{stem}-{max(numbers, default=0) + 1}.jsonl"
 
     def _append(self, line: dict[str, Any]) -> None:
         if self._failed:
@@ -280,13 +291,25 @@ class GameJournal:
             done = [(path, path.stat()) for path in self.done_dir.glob("*.jsonl")]
         except OSError:
             return
-        done.sort(key=lambda item: item[1].st_mtime, reverse=True)
+        # Newest first; games finished within the file system's time resolution by their names, which
+        # carry the microsecond they ended in (and a counter after it).
+        done.sort(key=lambda item: (item[1].st_mtime_ns, _end_order(item[0])), reverse=True)
         kept_bytes = 0
         for number, (path, stat) in enumerate(done):
             kept_bytes += stat.st_size
             if number >= self.keep or (number > 0 and kept_bytes > self.keep_bytes):
                 with contextlib.suppress(OSError):
                     path.unlink()
+
+
+def _end_order(path: Path) -> tuple[int, int]:
+    """When a finished game's journal was named (``NAME-BOT-MICROSECONDS[-N].jsonl``): (microseconds, N);
+    (0, 0) for a name of another shape."""
+    parts = path.stem.rsplit("-", 2)
+    numbers = [int(part) for part in parts[1:] if part.isdigit()]
+    if len(numbers) == 2 and numbers[1] < numbers[0]:
+        return numbers[0], numbers[1]
+    return (numbers[-1], 0) if numbers else (0, 0)
 
 
 def _owner_only(path: str, flags: int) -> int:
