@@ -133,15 +133,18 @@ def _read_lines(fd: int, loop: asyncio.AbstractEventLoop, sink: _Lines,
             return False
         return True
 
+    def deliver(raw: bytes, at: float) -> bool:
+        line = raw.decode("utf-8", "replace").rstrip("\r")
+        if on_quit is not None and line.lstrip().upper().startswith("QUIT"):
+            on_quit(line)
+        return put(_Line(line, at))
+
     if stamps:  # lines the opening stage read: each stamped with its chunk's time
         done = 0
         while (end := pending.find(b"\n", done)) >= 0:
-            line = pending[done:end].decode("utf-8", "replace").rstrip("\r")
-            done = end + 1
-            if on_quit is not None and line.lstrip().upper().startswith("QUIT"):
-                on_quit(line)
-            if not put(_Line(line, next((at for upto, at in stamps if upto > end), stamps[-1][1]))):
+            if not deliver(pending[done:end], next((at for upto, at in stamps if upto > end), stamps[-1][1])):
                 return
+            done = end + 1
         pending = pending[done:]
     arrived = clock() if since is None else since
     if since is not None and not select.select([fd], [], [], 0)[0]:
@@ -149,10 +152,7 @@ def _read_lines(fd: int, loop: asyncio.AbstractEventLoop, sink: _Lines,
     while True:
         while b"\n" in pending:
             raw, pending = pending.split(b"\n", 1)
-            line = raw.decode("utf-8", "replace").rstrip("\r")
-            if on_quit is not None and line.lstrip().upper().startswith("QUIT"):
-                on_quit(line)
-            if not put(_Line(line, arrived)):
+            if not deliver(raw, arrived):
                 return
         try:
             chunk = os.read(fd, 65536)
