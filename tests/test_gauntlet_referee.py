@@ -21,9 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from bot.commands.gauntlet import shown_setup
+from bot.daemon.opponent_store import OpponentStore
 from bot.ucc.referee import parse_referee_log, parse_result_line
+from engine_ext.beliefs.observed import parse_seen
 from engine_ext.lab.analysis import analyse_record
 from engine_ext.rules.record import GameRecord
+from engine_ext.rules.rulesets import CLASSIC
 from tests.conftest import REAL_HOME
 
 pytestmark = pytest.mark.slow
@@ -96,6 +100,14 @@ def test_a_game_through_the_real_referee(ucc2012: Path, tmp_path: Path) -> None:
     summary = json.loads((records / "gauntlet.json").read_text())
     (row,) = summary["opponents"]
     assert row["games"] == 2 and row["forfeits_ours"] == 0, summary
+    # Our program learnt in this run's own memory (docs/ucc.md), and nothing it kept disagrees with the records.
+    assert "--state-dir" in (records / "referee" / "perspecto-ucc").read_text()
+    with OpponentStore(records / "state" / "opponents.sqlite") as store:
+        kept = [parse_seen(text, CLASSIC) for name in store.opponents()
+                for text in store.opponent_seen(name, "classic")]
+    shown = [parse_seen(key, CLASSIC) for path in games if (key := shown_setup(GameRecord.load(path), "perspecto"))]
+    for setup in kept:
+        assert any(all(c is None or c == s.cells[i] for i, c in enumerate(setup.cells)) for s in shown)
 
 
 def test_the_same_games_through_the_lab_and_the_ucc_adapter(ucc2012: Path, tmp_path: Path) -> None:

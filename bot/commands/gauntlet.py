@@ -16,6 +16,7 @@ from the records (``engine_ext/lab/gauntlet.py``), so ``--report FOLDER`` prints
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -114,6 +115,10 @@ def register(subparsers: Any) -> None:
                    help="where the games' records go (default records/gauntlet-DATE-TIME)")
     p.add_argument("--config", help="configuration directory (default $PERSPECTO_CONFIG_DIR or ./config)")
     p.add_argument("--seed", type=int, default=None, help="--via lab: the setups' and engines' seed")
+    p.add_argument("--no-learn", action="store_true",
+                   help="every game on its own; without it, as in a tournament, what each game showed of an "
+                   "opponent's setup primes our next games against it (a memory of this run's, in DIR/state "
+                   "for the referee's route: docs/ucc.md)")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the table as JSON here")
     p.add_argument("--report", type=Path, metavar="DIR",
                    help="play nothing: the table of the gauntlet records in DIR (with --profile naming our side)")
@@ -243,14 +248,17 @@ def program_path(opponent: Opponent, folder: Path) -> Path:
     return wrapper
 
 
-def write_our_wrapper(path: Path, profile: str, move_time: float, config: str | None) -> None:
-    """``perspecto ucc --write-wrapper``, run as a user would: the wrapper is exactly the documented one."""
+def write_our_wrapper(path: Path, profile: str, move_time: float, config: str | None,
+                      state_dir: Path | None = None) -> None:
+    """``perspecto ucc --write-wrapper``, run as a user would: the wrapper is exactly the documented one; it
+    learns in ``state_dir`` (None: learns nothing)."""
     from bot.commands.ucc import perspecto_command
 
     command = [*perspecto_command(), "ucc", "--write-wrapper", str(path), "--profile", profile,
                "--move-time", f"{move_time:g}"]
     if config is not None:
         command += ["--config", config]
+    command += ["--no-learn"] if state_dir is None else ["--state-dir", str(state_dir)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0:
         raise GauntletError(f"perspecto ucc --write-wrapper failed ({done.returncode}): {done.stderr.strip()[-500:]}")
@@ -262,7 +270,9 @@ def play_via_referee(args: argparse.Namespace, opponents: list[Opponent], counts
     work = records / "referee"
     work.mkdir(parents=True, exist_ok=True)
     our_program = work / f"{ours}-ucc"
-    write_our_wrapper(our_program, ours, args.move_time, args.config)
+    # This run's own memory, as a tournament's would start: never the user's state folder.
+    write_our_wrapper(our_program, ours, args.move_time, args.config,
+                      None if args.no_learn else records / "state")
     programs = {o.name: program_path(o, work) for o in opponents}
     jobs = list(interleaved(opponents, counts, ours))
     console.print(f"{len(jobs)} games through the referee {referee} (-T {args.move_time:g} -m {args.max_turns}), "
@@ -342,14 +352,43 @@ def play_via_lab(args: argparse.Namespace, profiles: ProfileSet, opponents: list
     # Round by round, a pair against every opponent that still has games to play: a run stopped early has
     # played every opponent about equally (the lab's runner plays its matches one after another).
     paths: list[Path] = []
+    seen: dict[str, list[str]] = {o.name: [] for o in opponents}  # what this run's games showed of each
     for round_ in range(max(pairs.values())):
-        matches = [Match(a, players[o.name], pairs=1, source=source, seed=seed + round_, limits=Limits(),
+        # As the referee's route learns in a tournament: our side starts from what the rounds before showed.
+        matches = [Match(a if args.no_learn else dataclasses.replace(a, opponent_seen=tuple(seen[o.name])),
+                         players[o.name], pairs=1, source=source, seed=seed + round_, limits=Limits(),
                          rules=rules, records=records) for o in opponents if pairs[o.name] > round_]
         try:
             run_matches(matches, concurrency=concurrency, on_game=on_game)
         finally:
-            paths += [g.record_path for m in matches for g in m.games if g.record_path is not None]
+            played = [g.record_path for m in matches for g in m.games if g.record_path is not None]
+            paths += played
+        for path in played:
+            record = GameRecord.load(path)
+            opponent = record.blue.name if record.red.name == ours else record.red.name
+            shown = shown_setup(record, ours)
+            if shown is not None and opponent in seen:
+                seen[opponent].append(shown)
     return sorted(paths)
+
+
+def shown_setup(record: GameRecord, ours: str) -> str | None:
+    """What ``record``'s game showed us of the opponent's setup, in its own view (engine_ext/beliefs/observed.py),
+    as the store keeps it; None: nothing, or a record that does not replay."""
+    from engine_ext.beliefs.observed import as_red, seen_setup
+    from engine_ext.rules.replay import ReplayError, replay_positions
+
+    side = Side.RED if record.red.name == ours else Side.BLUE
+    game = None
+    try:
+        for position, _played in replay_positions(record):
+            game = position  # the same game, one move further each time
+    except (ReplayError, ValueError, KeyError):
+        pass  # what it showed up to there still stands
+    if game is None:
+        return None
+    seen = seen_setup(game, side)
+    return None if seen is None else as_red(seen, side.other).key
 
 
 # --- the table ----------------------------------------------------------------------------------------------

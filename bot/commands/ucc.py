@@ -27,7 +27,9 @@ from bot.ucc.opening import DEFAULT_MOVE_TIME
 
 if TYPE_CHECKING:
     from bot.config import BotProfile
+    from bot.daemon.learning import OpponentMemory
     from bot.profiles import ProfileSet
+    from bot.settings import DaemonSettings
     from bot.ucc.player import ChosenEngine
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -50,6 +52,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"the referee's time for a move, its -T (default {DEFAULT_MOVE_TIME:g} s)")
     p.add_argument("--seed", type=int, default=None, help="seed for the setup, the engine and fallback moves")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="stderr log level (default info)")
+    p.add_argument("--no-learn", action="store_true",
+                   help="carry nothing from game to game: without it, what each game showed of the opponent's "
+                   "setup and its fear are kept in the opponent store of the state folder ([state] in the "
+                   "configuration) and prime the next game against the same name (docs/ucc.md)")
+    p.add_argument("--state-dir", type=Path, metavar="DIR",
+                   help="the state folder whose opponent store it learns in (default: [state] dir of the "
+                   "configuration, else $PERSPECTO_STATE_DIR, else $XDG_STATE_HOME/perspecto)")
     p.add_argument("--write-wrapper", type=Path, metavar="PATH",
                    help="play no game: write an executable sh script at PATH that runs this perspecto ucc with "
                    "the other options given (and the configuration directory, made absolute), for the referee")
@@ -187,14 +196,17 @@ class Preload:
         self._args = args
         self._done = threading.Event()
         self._loaded: tuple[BotProfile, ProfileSet | None, Any] | None = None
+        self._memory: OpponentMemory | None = None
         self._error: BaseException | None = None
         # Named as the player's loader: bot/commands/ucc.py exits at once should QUIT come while it runs.
         threading.Thread(target=self._load, name="ucc-load", daemon=True).start()
 
     def _load(self) -> None:
         try:
-            profile, profiles = choose_profile(self._args.config, self._args.profile)
+            settings, profile, profiles = _configuration(self._args.config, self._args.profile)
             self._loaded = (profile, profiles, profile.create_engine(self._args.seed))
+            if settings.state.learn and not getattr(self._args, "no_learn", False):
+                self._memory = open_memory(getattr(self._args, "state_dir", None) or settings.state.dir)
         except BaseException as exc:  # told to the player when it asks (exit 2)
             self._error = exc
         finally:
@@ -216,20 +228,40 @@ class Preload:
         if chosen.name != profile.name:
             engine = chosen.create_engine(seed)
         return ChosenEngine(engine, TimeLimits.for_ucc(chosen, self._args.move_time), chosen.name,
-                            renew=lambda: chosen.create_engine(seed))
+                            renew=lambda: chosen.create_engine(seed), memory=self._memory)
 
 
 def choose_profile(config: str | None, forced: str | None) -> tuple[BotProfile, ProfileSet | None]:
     """The profile to play as ``perspecto bot`` chooses it: ``--profile``, else the configuration's
     ``profile``; otherwise the default profile now and the ProfileSet to choose by the opponent's name
     (the referee's colour line gives it). A bad configuration raises ConfigError (bot/cli.py: exit 2)."""
+    _settings, profile, profiles = _configuration(config, forced)
+    return profile, profiles
+
+
+def _configuration(config: str | None, forced: str | None) -> tuple[DaemonSettings, BotProfile, ProfileSet | None]:
+    """``choose_profile``'s answer with the settings it read."""
     from bot.profiles import load_configuration
 
     settings, profiles = load_configuration(config)
     forced = forced or settings.profile
     if forced:
-        return profiles.get(forced), None
-    return profiles.select(None), profiles
+        return settings, profiles.get(forced), None
+    return settings, profiles.select(None), profiles
+
+
+def open_memory(state_dir: Path) -> OpponentMemory:
+    """The opponent store in ``state_dir`` (bot/daemon/opponent_store.py) as ``perspecto bot`` keeps it; one that
+    cannot be opened leaves a memory that learns nothing and says why in the log, never a lost game."""
+    from bot.daemon.learning import OpponentMemory
+    from bot.daemon.opponent_store import open_store, store_path
+
+    store, problem = open_store(store_path(state_dir))
+    if problem is not None:
+        import structlog
+
+        structlog.get_logger().warning("ucc.no_opponent_store", problem=problem)
+    return OpponentMemory(store, problem=problem)
 
 
 def check_and_write_wrapper(args: argparse.Namespace) -> int:
@@ -278,6 +310,10 @@ def wrapper_text(args: argparse.Namespace) -> str:
         command += ["--seed", str(args.seed)]
     if args.log_level != "info":
         command += ["--log-level", args.log_level]
+    if args.no_learn:
+        command += ["--no-learn"]
+    elif args.state_dir is not None:
+        command += ["--state-dir", str(args.state_dir.resolve())]
     return (
         "#!/bin/sh\n"
         f"{WRAPPER_MARK}, written by perspecto {__version__} (perspecto ucc --write-wrapper).\n"

@@ -22,6 +22,7 @@ import structlog
 
 from bot.config import BotProfile
 from bot.daemon.opponent_store import OpponentStore
+from engine_ext.beliefs.observed import as_red, for_side, parse_seen
 from engine_ext.beliefs.prior import SetupLearner
 from engine_ext.engine.facade import FearLearner
 from engine_ext.rules.pieces import Rank, Side
@@ -77,14 +78,16 @@ class OpponentMemory:
         self._last_setup[key] = named.name
         return ChosenSetup(named.name, named.setup.placement(side))
 
-    def prime_engine(self, engine: Any, opponent: str | None, ruleset: Ruleset | None = None) -> None:
+    def prime_engine(self, engine: Any, opponent: str | None, ruleset: Ruleset | None = None,
+                     side: Side | None = None) -> None:
         """Start the engine from the fear estimate of earlier games against this opponent and, given the
-        game's ruleset, from the opponent's setups in those games (the belief model's prior)."""
+        game's ruleset, from the opponent's setups in those games (the belief model's prior); given the side
+        the opponent plays now, also from what the games that revealed no setup showed of it."""
         if self.store is None or not opponent:
             return
         try:
             if ruleset is not None and isinstance(engine, SetupLearner):
-                engine.opponent_setups = self._opponent_setups(opponent, ruleset)
+                engine.opponent_setups = self._opponent_setups(opponent, ruleset, side)
             if not isinstance(engine, FearLearner):
                 return  # an engine with no psychological model (the random mover, a UCC program)
             hist = self.store.history(opponent)
@@ -98,7 +101,7 @@ class OpponentMemory:
             engine.own_fear_scale = hist.own_fear_scale
             log.info("bot.learnt_bluff_scale_used", opponent=opponent, own_fear_scale=round(hist.own_fear_scale, 3))
 
-    def _opponent_setups(self, opponent: str, ruleset: Ruleset) -> list[Setup]:
+    def _opponent_setups(self, opponent: str, ruleset: Ruleset, side: Side | None = None) -> list[Setup]:
         assert self.store is not None
         setups = []
         for text in self.store.opponent_setups(opponent, ruleset.name):
@@ -106,15 +109,26 @@ class OpponentMemory:
                 setups.append(parse_setup(text, ruleset, Notation.GRAVON))
             except ValueError as exc:  # a damaged row costs that setup, not the game
                 log.warning("bot.stored_setup_unreadable", opponent=opponent, error=str(exc))
+        whole = len(setups)
+        if side is not None:
+            for text in self.store.opponent_seen(opponent, ruleset.name):
+                try:
+                    setups.append(for_side(parse_seen(text, ruleset), side))
+                except ValueError as exc:
+                    log.warning("bot.stored_setup_unreadable", opponent=opponent, error=str(exc))
         if setups:
-            log.info("bot.opponent_setups_used", opponent=opponent, setups=len(setups))
+            log.info("bot.opponent_setups_used", opponent=opponent, setups=whole, seen=len(setups) - whole)
         return setups
 
     def record(
         self, opponent: str | None, *, won: bool | None, reason: str, setup: str | None, plies: int,
         engine: Any, game_id: str, score: int | None = None, opponent_setup: Setup | None = None,
+        opponent_seen: Setup | None = None, opponent_side: Side | None = None, replace: bool = False,
     ) -> None:
-        """Store a finished game: ``won`` None for no winner, ``score`` the points the host's gameOver gave us."""
+        """Store a finished game: ``won`` None for no winner, ``score`` the points the host's gameOver gave us;
+        the opponent's whole setup when the host revealed it, else what the game showed of it
+        (``opponent_seen``, played as ``opponent_side``: engine_ext/beliefs/observed.py). ``replace``: bring
+        the game ``game_id``, kept before as far as it had gone, up to date (OpponentStore.record_game)."""
         if not opponent or reason == "void":
             return  # a void game never started (the host's gameOver says so): nothing to learn, no result
         if self.store is None:
@@ -133,13 +147,18 @@ class OpponentMemory:
         else:
             result = "forfeit_loss" if forfeit else "loss"
         learner = engine if isinstance(engine, FearLearner) else None
+        shown = opponent_setup or opponent_seen
+        seen = None
+        if opponent_setup is None and opponent_seen is not None and opponent_side is not None:
+            seen = as_red(opponent_seen, opponent_side).key
         try:
             self.store.record_game(opponent, result, reason=reason, setup=setup, plies=plies,
                                    est_opp_fear=None if learner is None else float(learner.est_opp_fear),
                                    game_id=game_id, score=score,
                                    own_fear_scale=None if learner is None else float(learner.own_fear_scale),
-                                   ruleset="" if opponent_setup is None else opponent_setup.ruleset.name,
-                                   opponent_setup=None if opponent_setup is None else opponent_setup.key)
+                                   ruleset="" if shown is None else shown.ruleset.name,
+                                   opponent_setup=None if opponent_setup is None else opponent_setup.key,
+                                   opponent_seen=seen, replace=replace)
         except Exception as exc:  # a full disk must not cost the next game
             self.unsaved_games += 1
             self.problem = f"{self.store.path}: {exc}"

@@ -65,7 +65,8 @@ CREATE TABLE IF NOT EXISTS game (
     game_id TEXT NOT NULL DEFAULT '',
     score INTEGER,
     ruleset TEXT NOT NULL DEFAULT '',
-    opponent_setup TEXT
+    opponent_setup TEXT,
+    opponent_seen TEXT
 );
 CREATE INDEX IF NOT EXISTS game_by_opponent ON game (opponent, id);
 """
@@ -76,6 +77,7 @@ _COLUMNS_ADDED = (
     ("game", "score", "INTEGER"),  # the points the host gave: RESULT_SCORES of the result instead
     ("game", "ruleset", "TEXT NOT NULL DEFAULT ''"),  # the ruleset of the opponent's setup
     ("game", "opponent_setup", "TEXT"),  # the opponent's setup as revealed: not known
+    ("game", "opponent_seen", "TEXT"),  # what the game showed of it: nothing kept
 )
 
 
@@ -139,7 +141,9 @@ class OpponentStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
+        # Not tied to the opening thread: ``perspecto ucc`` opens it while the engine loads, reads it on the loading
+        # thread and writes the game's end on the game loop, one after the other, never at once.
+        self._db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None, check_same_thread=False)
         try:
             # WAL keeps readers going while a game is written; FULL sync makes a commit survive power loss.
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -211,10 +215,16 @@ class OpponentStore:
         score: int | None = None,
         ruleset: str = "",
         opponent_setup: str | None = None,
+        opponent_seen: str | None = None,
+        replace: bool = False,
     ) -> None:
         """Store one finished game, the points the host gave for it (None: not known, the tournament's table
         counts) and the fear estimates after it, all or nothing. ``opponent_setup`` is the opponent's whole
-        setup as the host revealed it (Gravon letters, front row first)."""
+        setup as the host revealed it (Gravon letters, front row first); ``opponent_seen``, for a host that
+        reveals none (the UCC referee), the part of it the game showed, in the opponent's own view
+        (engine_ext/beliefs/observed.py: the squares not seen empty). ``replace``: the game ``game_id`` (not
+        empty) may be stored already, as far as it was played (``perspecto ucc`` keeps a game as it goes, the
+        referee killing its programs as soon as it ends): that row is brought up to date instead."""
         if result not in RESULTS:
             raise ValueError(f"result must be one of {', '.join(RESULTS)}, not {result!r}")
         if score is not None and score < 0:
@@ -222,13 +232,24 @@ class OpponentStore:
         for key, value in (("est_opp_fear", est_opp_fear), ("own_fear_scale", own_fear_scale)):
             if value is not None and not 0.0 <= value <= 1.0:
                 raise ValueError(f"{key} must be within [0, 1], not {value}")
+        if replace and not game_id:
+            raise ValueError("replace needs the game's id")
         now = time.time()
         with self._transaction() as db:
-            db.execute(
-                "INSERT INTO game (opponent, finished, result, reason, setup, plies, game_id, score, ruleset, "
-                "opponent_setup) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (opponent, now, result, reason, setup, plies, game_id, score, ruleset, opponent_setup),
-            )
+            if replace:
+                updated = db.execute(
+                    "UPDATE game SET finished = ?, result = ?, reason = ?, setup = ?, plies = ?, score = ?, "
+                    "ruleset = ?, opponent_setup = ?, opponent_seen = ? WHERE opponent = ? AND game_id = ?",
+                    (now, result, reason, setup, plies, score, ruleset, opponent_setup, opponent_seen, opponent,
+                     game_id),
+                ).rowcount
+            if not replace or not updated:
+                db.execute(
+                    "INSERT INTO game (opponent, finished, result, reason, setup, plies, game_id, score, ruleset, "
+                    "opponent_setup, opponent_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (opponent, now, result, reason, setup, plies, game_id, score, ruleset, opponent_setup,
+                     opponent_seen),
+                )
             if est_opp_fear is not None or own_fear_scale is not None:
                 # A value not given keeps what was stored.
                 db.execute(
@@ -245,6 +266,15 @@ class OpponentStore:
         rows = self._db.execute(
             "SELECT opponent_setup FROM game WHERE opponent = ? AND ruleset = ? AND opponent_setup IS NOT NULL "
             "ORDER BY id DESC LIMIT ?", (opponent, ruleset, limit),
+        ).fetchall()
+        return [r[0] for r in reversed(rows)]
+
+    def opponent_seen(self, opponent: str, ruleset: str, limit: int = SETUPS_KEPT) -> list[str]:
+        """What the games in ``ruleset`` that revealed no whole setup showed of the opponent's (``record_game``'s
+        ``opponent_seen``), oldest first, the last ``limit``."""
+        rows = self._db.execute(
+            "SELECT opponent_seen FROM game WHERE opponent = ? AND ruleset = ? AND opponent_setup IS NULL "
+            "AND opponent_seen IS NOT NULL ORDER BY id DESC LIMIT ?", (opponent, ruleset, limit),
         ).fetchall()
         return [r[0] for r in reversed(rows)]
 

@@ -34,7 +34,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, NamedTuple, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
 import structlog
 
@@ -64,6 +64,11 @@ from protocol.ucc import (
     parse_referee_line,
 )
 
+if TYPE_CHECKING:
+    from bot.daemon.learning import OpponentMemory
+    from engine_ext.beliefs.observed import SetupWatch
+    from setups.notation import Setup
+
 log = structlog.get_logger()
 
 # The reason given for a first move the opening stage sent (bot/ucc/opening.py ``hold_first_move``).
@@ -84,6 +89,7 @@ class ChosenEngine(NamedTuple):
     limits: TimeLimits
     name: str
     renew: Callable[[], MoveEngine] | None = None  # a fresh one, should this one be late (None: random moves)
+    memory: OpponentMemory | None = None  # the opponent store of its configuration (None: no learning)
 
 
 _EXPECTED_OUTCOME = {None: OutcomeKind.OK, "x": OutcomeKind.KILLS, "o": OutcomeKind.DIES, "xo": OutcomeKind.BOTHDIE}
@@ -188,16 +194,26 @@ class UccPlayer:
         first_move: Move | None = None,
         stamps: Sequence[tuple[int, float]] = (),
         clock: Callable[[], float] = time.monotonic,
+        memory: OpponentMemory | None = None,
     ) -> None:
         """``engine`` None: ``engine_for`` gives it, loaded on a thread once the colour line names the
         opponent (a failure then ends the game with exit 2). ``opening``: the colour line was answered with
         this setup already (bot/ucc/opening.py), and ``pending`` is the input read after it; ``first_move``:
         our first move was sent already too (``hold_first_move``), so our first turn waits for its echo;
-        ``stamps``: when the opening stage read ``pending`` (``FirstMoveStage.stamps``)."""
+        ``stamps``: when the opening stage read ``pending`` (``FirstMoveStage.stamps``); ``memory``: what earlier
+        games showed of this opponent primes the engine, and this game's part is kept at its end (None: nothing
+        is carried from game to game)."""
         if engine is None and engine_for is None:
             raise ValueError("a player needs an engine, or engine_for to choose one")
         self.engine = engine
         self.witness = witness  # logs the end of the game if the referee kills us before we do
+        self._memory = memory
+        self._remembered = False  # the game's end is in the memory already
+        self._watch: SetupWatch | None = None  # what the game shows of the opponent's setup (made when first asked)
+        self._watch_failed = False  # reading it failed once: this game keeps nothing more
+        self._kept_shown = 0  # how many of the opponent's pieces the memory holds for this game
+        self._game_id = f"ucc-{time.time_ns()}"  # the memory's name for this game
+        self._store_lock = threading.Lock()  # the memory is written from the loading thread and the game loop
         self._engine_for = engine_for  # another engine for the opponent the colour line names, or None
         self._renew = renew  # a fresh engine should this one be late (None: random moves)
         # The referee's per-move limit (its default -T without limits) and the profile's times.
@@ -317,6 +333,7 @@ class UccPlayer:
             log.info("ucc.quit", result=event.result, phase=self.phase.value, **self.stats)
             if self.witness is not None:
                 self.witness.done()  # at once: the referee's SIGKILL follows its QUIT closely
+            self._remember(*self._quit_result(event))
             raise _Stop(0)
         if isinstance(event, ColourLine):
             return self._on_colour(event)
@@ -355,9 +372,100 @@ class UccPlayer:
         self._setup_lines = opening.lines
         self.phase = _Phase.TURN
         if self._engine_for is None:
+            self._prime(self.engine)
             self._log_game()
         else:  # on a thread: the configuration and the engine may take seconds to load on a busy machine
-            self._loading = self._loader.submit(self._engine_for, event.opponent)
+            self._loading = self._loader.submit(self._load_engine, event.opponent)
+
+    def _load_engine(self, opponent: str) -> ChosenEngine | None:
+        """On the loading thread: the engine for ``opponent``, primed with what earlier games showed of it."""
+        assert self._engine_for is not None
+        chosen = self._engine_for(opponent)
+        if chosen is None:
+            return None
+        if self._memory is None:
+            self._memory = chosen.memory  # read on the game loop only once the engine is taken
+        self._prime(chosen.engine)
+        renew = chosen.renew
+        if renew is not None and self._memory is not None:
+            def primed() -> MoveEngine:
+                engine = renew()
+                self._prime(engine)
+                return engine
+            chosen = chosen._replace(renew=primed)
+        return chosen
+
+    def _prime(self, engine: MoveEngine | None) -> None:
+        """The opponent's setups as earlier games showed them, for the engine's beliefs (bot/daemon/learning.py).
+        Whatever goes wrong here costs what was learnt, never the game."""
+        if self._memory is not None and engine is not None and self.colour is not None:
+            try:
+                self._memory.prime_engine(engine, self.opponent, RULESET, self.colour.other)
+            except Exception as exc:
+                log.warning("ucc.memory_failed", step="prime", error=repr(exc))
+
+    def _seen(self) -> Setup | None:
+        """What the game has shown of the opponent's setup so far (None also once the view was rebuilt from
+        the board rows: it no longer knows where the opponent's pieces started)."""
+        assert self.colour is not None
+        if self.stats["rebuilds"] > 0 or self._watch_failed:
+            return None
+        game = self._view()
+        try:
+            if self._watch is None:
+                from engine_ext.beliefs.observed import SetupWatch  # here: the game loop's imports delay our first move
+
+                self._watch = SetupWatch(game, self.colour)
+            return self._watch.update(game)
+        except Exception as exc:  # what this game shows is lost, never the game
+            log.warning("ucc.memory_failed", step="read the game", error=repr(exc))
+            self._watch_failed = True
+            return None
+
+    def _keep(self, won: bool | None, reason: str, seen: Setup | None, progress: bool = False) -> None:
+        assert self._memory is not None and self.colour is not None
+        with self._store_lock:
+            if progress and self._remembered:
+                return  # the end is kept already: a late progress must not undo it
+            self._memory.record(self.opponent, won=won, reason=reason, setup=None, plies=self._view().ply,
+                                engine=self.engine, game_id=self._game_id, opponent_seen=seen,
+                                opponent_side=self.colour.other, replace=True)
+
+    def _keep_progress(self) -> None:
+        """While the engine thinks: keep the game as far as it has shown the opponent's setup, on the loading
+        thread (the referee kills its programs as soon as a game ends, often before our end is written)."""
+        if self._memory is None or self._memory.store is None or self._remembered or self.colour is None:
+            return  # no store: the game's end says once that it is not kept
+        seen = self._seen()
+        shown = 0 if self._watch is None else self._watch.shown
+        if seen is None or shown == self._kept_shown:
+            return
+        self._kept_shown = shown
+        self._loader.submit(self._keep, None, "adjourned", seen, True)  # until the end says otherwise
+
+    def _quit_result(self, event: QuitLine) -> tuple[bool | None, str]:
+        """Won (None: no winner) and why, as ``QUIT``'s result line says (the referee's last line, ``NAME COLOUR
+        OUTCOME TURNS ...``); no readable line: adjourned."""
+        from bot.ucc.referee import RefereeLogError, parse_result_line
+
+        try:
+            result = parse_result_line(event.result or "")
+        except RefereeLogError:
+            return None, "adjourned"
+        winner = result.winner
+        won = None if winner is None else winner == self.colour
+        if result.forfeit is not None:
+            return won, "forfeit_" + result.outcome.lower()
+        return won, result.outcome.lower()
+
+    def _remember(self, won: bool | None, reason: str) -> None:
+        """Keep the game's end and what it showed of the opponent's setup (once; a failing store never costs
+        the game). Called as soon as the game is known to be over: the referee kills its programs right
+        after QUIT."""
+        if self._memory is None or self._remembered or self.colour is None or self.game is None:
+            return
+        self._remembered = True
+        self._keep(won, reason, self._seen())
 
     def _take_engine(self) -> None:
         """The engine for this opponent has loaded (or failed to): play with it from now on."""
@@ -374,7 +482,8 @@ class UccPlayer:
             log.warning("ucc.profile_failed", opponent=self.opponent, error=why, kept=self.profile_name)
         else:
             if chosen is not None:
-                self.engine, self.limits, self.profile_name, self._renew = chosen
+                self.engine, self.limits, self.profile_name, self._renew = (chosen.engine, chosen.limits, chosen.name,
+                                                                           chosen.renew)
                 self.timer = TimeManager(self.limits, clock=self._clock)
             elif self.engine is None:
                 log.error("ucc.bad_profile", opponent=self.opponent, error="no profile was chosen")
@@ -438,6 +547,7 @@ class UccPlayer:
         if isinstance(answer, Surrender):
             self.phase = _Phase.OVER
             log.info("ucc.surrender", ply=self._view().ply)
+            self._remember(False, "surrender")
             return [answer.format()]
         self._pending = answer
         self.phase = _Phase.ECHO
@@ -478,6 +588,13 @@ class UccPlayer:
         if outcome.kind is OutcomeKind.ILLEGAL or outcome.ends_game:
             log.info("ucc.game_end", move=event.move.format(), outcome=outcome.format(), mover=who)
             self.phase = _Phase.OVER
+            ours = mover == self.colour
+            if outcome.kind is OutcomeKind.ILLEGAL:
+                self._remember(not ours, "forfeit_illegal_move")
+            elif outcome.kind is OutcomeKind.VICTORY_FLAG:
+                self._remember(ours, "flag")
+            else:
+                self._remember(None, outcome.format().lower())
             return
         try:
             move = event.move.to_move(RULESET)
@@ -582,6 +699,7 @@ class UccPlayer:
         budget = SearchBudget.for_move(times, clock=self._clock)
         thinking = asyncio.ensure_future(answer_by_deadline(self._worker, self.engine, game, budget, self._rng,
                                                             renew=self._renew, events="ucc"))
+        self._keep_progress()
         try:
             await self._while_reading(thinking)
         finally:
@@ -641,6 +759,7 @@ class UccPlayer:
             log.info("ucc.quit", result=event.result, phase=self.phase.value, thinking=True, **self.stats)
             if self.witness is not None:
                 self.witness.done()
+            self._remember(*self._quit_result(event))
             raise _Stop(0)
         if item.text.strip():
             log.warning("ucc.line_while_thinking", line=clip(item.text))
@@ -675,6 +794,7 @@ def run_ucc(
     first_move: Move | None = None,
     stamps: Sequence[tuple[int, float]] = (),
     profile_name: str = "",
+    memory: OpponentMemory | None = None,
 ) -> int:
     """Play one UCC game, reading the referee from ``in_fd`` after ``pending``; the exit code. ``load`` gives
     the engine for the opponent the colour line names (on a thread: the configuration, the profile and the
@@ -682,8 +802,9 @@ def run_ucc(
     the referee's per-move limit (its ``-T``), which bounds the moves made before the profile is loaded;
     ``profile_name`` the profile's name where it is known before (``--profile``), for the witness;
     ``first_move``: the opening stage sent our first move already (its echo is in the input to come);
-    ``stamps``: when the opening stage read ``pending``."""
+    ``stamps``: when the opening stage read ``pending``; ``memory``: the opponent store's reader and writer
+    (None: the one ``load`` gives with the engine, if any)."""
     player = UccPlayer(None, limits=TimeLimits(move_time_max=move_time, move_time_average=None, move_limit=None),
                        rng=rng, witness=witness, engine_for=load, opening=opening, pending=pending,
-                       first_move=first_move, stamps=stamps, profile_name=profile_name)
+                       first_move=first_move, stamps=stamps, profile_name=profile_name, memory=memory)
     return player.run(in_fd, out)

@@ -8,7 +8,9 @@ empty squares are left out: a piece stands on the square, so it is one of the ra
 
 Across games (issue 22): against one opponent the prior blends the human statistics with the
 opponent's own past setups, Dirichlet style: ``p = (alpha_r * p_human + n_r) / (alpha_r + n)`` where
-``n_r`` counts the past setups with rank r on the square (then each square's row is normalised).
+``n_r`` counts the past setups with rank r on the square and ``n`` those that show the square at all (all
+of them when whole; setups seen in part, engine_ext/beliefs/observed.py, show some squares), then each
+square's row is normalised.
 ``alpha_r`` (the human statistics' weight in setups, for rank r) is chosen per opponent and rank by the
 leave-one-out likelihood of where its past setups put that rank, over ``ALPHAS``: a rank the opponent
 always puts in the same place (a flag in one corner) gets a small alpha, so the habit dominates by
@@ -118,22 +120,29 @@ def _setup_counts(setups: Sequence[Setup], size: int) -> FloatArray:
 
 def choose_alphas(human: FloatArray, setups: Sequence[Setup]) -> FloatArray:
     """Per rank, the human statistics' weight that best predicts where each past setup put that rank
-    from where the others did (leave-one-out); ``DEFAULT_ALPHA`` for every rank with fewer than two."""
+    from where the others did (leave-one-out); ``DEFAULT_ALPHA`` for every rank with fewer than two. A rank
+    that tells nothing (a flag never found, or never on a square two setups seen in part both show) takes
+    the median weight of the ranks that do: how much this opponent repeats itself."""
     alphas = np.full(N_RANKS, DEFAULT_ALPHA)
     if len(setups) < 2:
         return alphas
     size = human.shape[0]
     per_setup = [_setup_counts([setup], size) for setup in setups]
     total = sum(per_setup, np.zeros((size, N_RANKS)))
-    n_others = len(setups) - 1
+    seen = total.sum(axis=1, keepdims=True)  # per square, the setups that show what stood on it
     scores = np.zeros((len(ALPHAS), N_RANKS))
     for a, alpha in enumerate(ALPHAS):
         for own in per_setup:
-            p = (alpha * human + (total - own)) / (alpha + n_others)
+            others = seen - own.sum(axis=1, keepdims=True)
+            p = (alpha * human + (total - own)) / (alpha + others)
             scores[a] += (own * np.log(np.where(own > 0, p, 1.0))).sum(axis=0)
     best = np.asarray(ALPHAS)[np.argmax(scores, axis=0)]  # the first (smallest) of equal scores
-    used = total.sum(axis=0) > 0
-    alphas[used] = best[used]
+    # A rank tells only where a setup shows it on a square another setup shows too: otherwise every weight
+    # scores the same (whole setups always overlap; setups seen in part may not).
+    told = (total.sum(axis=0) > 0) & (scores.max(axis=0) - scores.min(axis=0) > 1e-9)
+    alphas[told] = best[told]
+    if told.any():
+        alphas[~told] = float(np.median(best[told]))
     return alphas
 
 
@@ -146,7 +155,10 @@ def opponent_prior(ruleset: Ruleset, setups: Sequence[Setup]) -> tuple[FloatArra
         return human, np.full(N_RANKS, np.inf)
     alphas = choose_alphas(human, setups)
     counts = _setup_counts(setups, human.shape[0])
-    table = (alphas * human + counts) / (alphas + len(setups))
+    # Each square by the setups that show it: all of them when whole; a square no game showed (a setup seen
+    # in part, engine_ext/beliefs/observed.py) keeps the human statistics.
+    seen = counts.sum(axis=1, keepdims=True)
+    table = (alphas * human + counts) / (alphas + seen)
     table /= table.sum(axis=1, keepdims=True)
     return table, alphas
 

@@ -42,6 +42,8 @@ from typing import Any, Protocol
 
 import structlog
 
+from engine_ext.beliefs.observed import for_side, parse_seen
+from engine_ext.beliefs.prior import SetupLearner
 from engine_ext.engine.facade import Engine, EngineMove
 from engine_ext.engine.interface import MoveEngine, ProgramEngine, SearchBudget
 from engine_ext.engine.settings import deep_merge
@@ -165,10 +167,14 @@ class LabProfile(ProfileTimes, Protocol):
 
 @dataclass(frozen=True)
 class Player:
-    """One side of a match: a name unique within it and the profile it plays (parameters merged in)."""
+    """One side of a match: a name unique within it and the profile it plays (parameters merged in);
+    ``opponent_seen``: what earlier games showed of the opponent's setup, in its own view, as the opponent
+    store keeps it (engine_ext/beliefs/observed.py; the gauntlet's memory across games), for an engine
+    whose beliefs take past setups."""
 
     name: str
     profile: LabProfile
+    opponent_seen: tuple[str, ...] = ()
 
     @property
     def engine(self) -> str:
@@ -388,9 +394,13 @@ def _accepts_node_budget() -> bool:
 class _Side:
     """One engine in a game: how it is asked for a move under the match's limits."""
 
-    def __init__(self, player: Player, seed: int, limits: Limits, rules: Rules) -> None:
+    def __init__(self, player: Player, seed: int, limits: Limits, rules: Rules, colour: Side) -> None:
         self.player = player
         self.engine: MoveEngine = player.profile.create_engine(seed)
+        if player.opponent_seen and isinstance(self.engine, SetupLearner):
+            ruleset = rules.options().ruleset
+            self.engine.opponent_setups = [for_side(parse_seen(key, ruleset), colour.other)
+                                           for key in player.opponent_seen]
         self.limits = limits
         profile = player.profile
         searcher = isinstance(self.engine, EngineMove)
@@ -462,8 +472,8 @@ def play_game_with_record(job: GameJob) -> tuple[GameOutcome, GameRecord]:
     rules = job.rules
     options = rules.options()
     ruleset = options.ruleset
-    sides = {Side.RED: _Side(job.red, job.red_seed, job.limits, rules),
-             Side.BLUE: _Side(job.blue, job.blue_seed, job.limits, rules)}
+    sides = {Side.RED: _Side(job.red, job.red_seed, job.limits, rules, Side.RED),
+             Side.BLUE: _Side(job.blue, job.blue_seed, job.limits, rules, Side.BLUE)}
     # No second chance in the lab: a program whose setup is illegal forfeits at once.
     core = Referee(options, names={colour: side.player.name for colour, side in sides.items()},
                    game_id=job.record_name, started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
