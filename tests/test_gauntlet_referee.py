@@ -104,8 +104,9 @@ def test_a_game_through_the_real_referee(ucc2012: Path, tmp_path: Path) -> None:
     assert "--state-dir" in (records / "referee" / "perspecto-ucc").read_text()
     with OpponentStore(records / "state" / "opponents.sqlite") as store:
         kept = [parse_seen(text, CLASSIC) for name in store.opponents()
-                for text in store.opponent_seen(name, "classic")]
-    shown = [parse_seen(key, CLASSIC) for path in games if (key := shown_setup(GameRecord.load(path), "perspecto"))]
+                for text, _colour in store.opponent_seen(name, "classic")]
+    shown = [parse_seen(seen[0], CLASSIC) for path in games
+             if (seen := shown_setup(GameRecord.load(path), "perspecto"))]
     for setup in kept:
         assert any(all(c is None or c == s.cells[i] for i, c in enumerate(setup.cells)) for s in shown)
 

@@ -21,7 +21,7 @@ from bot.config import builtin_profiles
 from bot.daemon.learning import OpponentMemory
 from bot.daemon.opponent_store import OpponentStore
 from bot.ucc.player import UccPlayer
-from engine_ext.beliefs.observed import SetupWatch, as_red, for_side, parse_seen, seen_setup
+from engine_ext.beliefs.observed import SetupWatch, for_colour, parse_seen, seen_setup, turns_setup
 from engine_ext.beliefs.prior import DEFAULT_ALPHA, human_prior, opponent_prior
 from engine_ext.lab.runner import Limits, Rules, _Side, make_player
 from engine_ext.rules.game import Game, RulesOptions
@@ -98,16 +98,38 @@ def test_a_game_not_started_from_setups_shows_no_setup() -> None:
     assert seen_setup(game, Side.RED) is None  # E6 is none of blue's setup squares
 
 
-def test_orientation_a_program_that_turns_the_board_shows_one_setup_in_both_colours() -> None:
-    # A program playing from its own seat: as blue its pieces stand on the columns mirrored (J for A).
+def turned(placement: dict[Square, Rank]) -> dict[Square, Rank]:
+    """Red's placement as a program that sees the board from its own seat sets it up playing blue."""
+    return {Square(CLASSIC.width - 1 - sq.col, CLASSIC.height - 1 - sq.row): rank for sq, rank in placement.items()}
+
+
+def rows_kept(placement: dict[Square, Rank]) -> dict[Square, Rank]:
+    """Red's placement as a program that keeps its rows where they are sets it up playing blue (Celsius)."""
+    return {Square(sq.col, CLASSIC.height - 1 - sq.row): rank for sq, rank in placement.items()}
+
+
+def part(placement: dict[Square, Rank], side: Side, squares: int, seed: int) -> Setup:
+    """Some of a side's setup, as a game would show it."""
+    shown = random.Random(seed).sample(sorted(placement), squares)
+    return Setup.from_placement(CLASSIC, side, {sq: placement[sq] for sq in shown})
+
+
+@pytest.mark.parametrize(("blue_of", "turns"), [(turned, True), (rows_kept, False)])
+def test_orientation_is_read_off_games_of_both_colours(blue_of: object, turns: bool) -> None:
     own = CLASSIC.random_placement(Side.RED, random.Random(3))
-    as_blue = {Square(CLASSIC.width - 1 - sq.col, CLASSIC.height - 1 - sq.row): rank for sq, rank in own.items()}
-    red, blue = Setup.from_placement(CLASSIC, Side.RED, own), Setup.from_placement(CLASSIC, Side.BLUE, as_blue)
-    assert as_red(blue, Side.BLUE) == red and as_red(red, Side.RED) == red
-    assert for_side(red, Side.BLUE) == blue and for_side(as_red(blue, Side.BLUE), Side.BLUE) == blue
+    as_blue = blue_of(own)  # type: ignore[operator]
+    whole_red = Setup.from_placement(CLASSIC, Side.RED, own)
+    whole_blue = Setup.from_placement(CLASSIC, Side.BLUE, as_blue)
+    seen = [(part(own, Side.RED, 20, 1), Side.RED), (part(as_blue, Side.BLUE, 20, 2), Side.BLUE)]
+    assert turns_setup(seen) is turns
+    for side, whole in ((Side.RED, whole_red), (Side.BLUE, whole_blue)):
+        # Every square it was shown in either colour, where the opponent puts it playing ``side``.
+        for setup in for_colour(seen, side):
+            assert all(c is None or c == whole.cells[i] for i, c in enumerate(setup.cells))
+    # One colour only, or games that showed no square in common: kept as played.
+    assert not turns_setup(seen[:1]) and for_colour(seen[:1], Side.BLUE) == [seen[0][0]]
     partial = Setup.from_mapping(CLASSIC, {0: Rank.SCOUT, 39: Rank.BOMB})
     assert parse_seen(partial.key, CLASSIC) == partial
-    assert for_side(as_red(partial, Side.BLUE), Side.BLUE) == partial
 
 
 # --- the prior -------------------------------------------------------------------------------------------
@@ -153,13 +175,13 @@ def test_the_store_keeps_a_game_as_it_goes_and_its_end_in_one_row(tmp_path: Path
     later = Setup.from_mapping(CLASSIC, {35: Rank.BOMB, 2: Rank.SPY})
     with OpponentStore(tmp_path / "o.sqlite") as store:
         store.record_game("pl", "adjourned", reason="adjourned", game_id="g1", ruleset="classic",
-                          opponent_seen=early.key, replace=True)
+                          opponent_seen=early.key, opponent_seen_side="red", replace=True)
         store.record_game("pl", "win", reason="flag", game_id="g1", ruleset="classic", opponent_seen=later.key,
-                          replace=True)
+                          opponent_seen_side="red", replace=True)
         store.record_game("pl", "loss", reason="flag", game_id="g2", ruleset="classic", opponent_seen=early.key,
-                          replace=True)
+                          opponent_seen_side="blue", replace=True)
         assert store.history("pl").results == {"win": 1, "loss": 1}
-        assert store.opponent_seen("pl", "classic") == [later.key, early.key]
+        assert store.opponent_seen("pl", "classic") == [(later.key, "red"), (early.key, "blue")]
         assert store.opponent_seen("pl", "barrage") == []
         with pytest.raises(ValueError, match="game's id"):
             store.record_game("pl", "win", replace=True)
@@ -175,8 +197,9 @@ def test_a_store_from_before_gains_the_seen_column(tmp_path: Path) -> None:
     db.close()
     with OpponentStore(path) as store:
         assert store.opponent_seen("pl", "classic") == []
-        store.record_game("pl", "win", game_id="g", ruleset="classic", opponent_seen="x" * 40)
-        assert store.opponent_seen("pl", "classic") == ["x" * 40]
+        store.record_game("pl", "win", game_id="g", ruleset="classic", opponent_seen="x" * 40,
+                          opponent_seen_side="blue")
+        assert store.opponent_seen("pl", "classic") == [("x" * 40, "blue")]
 
 
 class Learner:
@@ -191,16 +214,17 @@ class Learner:
         return random.Random(game.ply).choice(game.sendable_moves())
 
 
-def test_the_memory_keeps_what_was_seen_in_the_opponent_s_own_view_and_turns_it_for_the_next_colour(
+def test_the_memory_keeps_what_was_seen_as_played_with_its_colour(
         tmp_path: Path) -> None:
     seen = Setup.from_mapping(CLASSIC, {0: Rank.SCOUT, 39: Rank.BOMB})
     memory = OpponentMemory(OpponentStore(tmp_path / "o.sqlite"))
     memory.record("pl", won=False, reason="flag", setup=None, plies=90, engine=None, game_id="g1",
                   opponent_seen=seen, opponent_side=Side.BLUE)
-    for side, expected in ((Side.BLUE, seen), (Side.RED, as_red(seen, Side.BLUE))):
+    assert memory.store.opponent_seen("pl", "classic") == [(seen.key, "blue")]  # type: ignore[union-attr]
+    for side in Side:  # one colour seen: nothing says the opponent turns its setup, kept as played
         engine = Learner()
         memory.prime_engine(engine, "pl", CLASSIC, side)
-        assert engine.opponent_setups == [expected]
+        assert engine.opponent_setups == [seen]
     engine = Learner()
     memory.prime_engine(engine, "pl", CLASSIC)  # no side: whole setups only, as the daemon asks
     assert engine.opponent_setups == []
@@ -230,8 +254,8 @@ def test_a_ucc_game_keeps_what_it_showed_and_the_next_game_starts_from_it(tmp_pa
     assert ref.game is not None
     shown = seen_setup(ref.game, Side.RED)
     assert shown is not None and sum(r is not None for r in shown.cells) >= 3
-    [kept] = memory.store.opponent_seen("scripted-referee", "classic")  # type: ignore[union-attr]
-    assert for_side(parse_seen(kept, CLASSIC), Side.BLUE) == shown
+    [(kept, played)] = memory.store.opponent_seen("scripted-referee", "classic")  # type: ignore[union-attr]
+    assert parse_seen(kept, CLASSIC) == shown and played == "blue"
     assert memory.store.history("scripted-referee").results == {"adjourned": 1}  # type: ignore[union-attr]
     second = Learner()
     with structlog.testing.capture_logs() as logs:
@@ -304,7 +328,7 @@ def test_a_record_shows_the_opponent_setup_as_the_game_did() -> None:
     record = GameRecord.from_json(record_of(game, setups, {Side.RED: "ours", Side.BLUE: "theirs"}).to_json())
     for ours, name in ((Side.RED, "ours"), (Side.BLUE, "theirs")):
         direct = seen_setup(game, ours)
-        assert direct is not None and shown_setup(record, name) == as_red(direct, ours.other).key
+        assert direct is not None and shown_setup(record, name) == (direct.key, str(ours.other))
 
 
 def test_the_lab_primes_our_engine_with_what_earlier_games_showed() -> None:
@@ -312,8 +336,8 @@ def test_the_lab_primes_our_engine_with_what_earlier_games_showed() -> None:
     player = make_player("perspecto", builtin_profiles()["perspecto"], label="A")
     rules = Rules(two_squares=None, more_squares=False, move_limit=100, move_time_average=1.0, move_time_max=1.0)
     for colour in Side:
-        side = _Side(dataclasses.replace(player, opponent_seen=(seen.key,)), 1, Limits(), rules, colour)
-        assert side.engine.opponent_setups == [for_side(seen, colour.other)]  # type: ignore[attr-defined]
+        side = _Side(dataclasses.replace(player, opponent_seen=((seen.key, "red"),)), 1, Limits(), rules, colour)
+        assert side.engine.opponent_setups == [seen]  # type: ignore[attr-defined]
         assert _Side(player, 1, Limits(), rules, colour).engine.opponent_setups == []  # type: ignore[attr-defined]
 
 

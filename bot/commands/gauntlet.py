@@ -352,7 +352,7 @@ def play_via_lab(args: argparse.Namespace, profiles: ProfileSet, opponents: list
     # Round by round, a pair against every opponent that still has games to play: a run stopped early has
     # played every opponent about equally (the lab's runner plays its matches one after another).
     paths: list[Path] = []
-    seen: dict[str, list[str]] = {o.name: [] for o in opponents}  # what this run's games showed of each
+    seen: dict[str, list[tuple[str, str]]] = {o.name: [] for o in opponents}  # what this run's games showed
     for round_ in range(max(pairs.values())):
         # As the referee's route learns in a tournament: our side starts from what the rounds before showed.
         matches = [Match(a if args.no_learn else dataclasses.replace(a, opponent_seen=tuple(seen[o.name])),
@@ -372,10 +372,10 @@ def play_via_lab(args: argparse.Namespace, profiles: ProfileSet, opponents: list
     return sorted(paths)
 
 
-def shown_setup(record: GameRecord, ours: str) -> str | None:
-    """What ``record``'s game showed us of the opponent's setup, in its own view (engine_ext/beliefs/observed.py),
-    as the store keeps it; None: nothing, or a record that does not replay."""
-    from engine_ext.beliefs.observed import as_red, seen_setup
+def shown_setup(record: GameRecord, ours: str) -> tuple[str, str] | None:
+    """What ``record``'s game showed us of the opponent's setup as the store keeps it: as played, and the colour
+    it played (engine_ext/beliefs/observed.py); None: nothing, or a record that does not replay."""
+    from engine_ext.beliefs.observed import seen_setup
     from engine_ext.rules.replay import ReplayError, replay_positions
 
     side = Side.RED if record.red.name == ours else Side.BLUE
@@ -388,7 +388,7 @@ def shown_setup(record: GameRecord, ours: str) -> str | None:
     if game is None:
         return None
     seen = seen_setup(game, side)
-    return None if seen is None else as_red(seen, side.other).key
+    return None if seen is None else (seen.key, str(side.other))
 
 
 # --- the table ----------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import structlog
 
 from bot.config import BotProfile
 from bot.daemon.opponent_store import OpponentStore
-from engine_ext.beliefs.observed import as_red, for_side, parse_seen
+from engine_ext.beliefs.observed import for_colour, parse_seen
 from engine_ext.beliefs.prior import SetupLearner
 from engine_ext.engine.facade import FearLearner
 from engine_ext.rules.pieces import Rank, Side
@@ -111,11 +111,13 @@ class OpponentMemory:
                 log.warning("bot.stored_setup_unreadable", opponent=opponent, error=str(exc))
         whole = len(setups)
         if side is not None:
-            for text in self.store.opponent_seen(opponent, ruleset.name):
+            seen = []
+            for text, played in self.store.opponent_seen(opponent, ruleset.name):
                 try:
-                    setups.append(for_side(parse_seen(text, ruleset), side))
+                    seen.append((parse_seen(text, ruleset), Side.parse(played)))
                 except ValueError as exc:
                     log.warning("bot.stored_setup_unreadable", opponent=opponent, error=str(exc))
+            setups += for_colour(seen, side)
         if setups:
             log.info("bot.opponent_setups_used", opponent=opponent, setups=whole, seen=len(setups) - whole)
         return setups
@@ -148,9 +150,9 @@ class OpponentMemory:
             result = "forfeit_loss" if forfeit else "loss"
         learner = engine if isinstance(engine, FearLearner) else None
         shown = opponent_setup or opponent_seen
-        seen = None
+        seen = side_name = None
         if opponent_setup is None and opponent_seen is not None and opponent_side is not None:
-            seen = as_red(opponent_seen, opponent_side).key
+            seen, side_name = opponent_seen.key, str(opponent_side)
         try:
             self.store.record_game(opponent, result, reason=reason, setup=setup, plies=plies,
                                    est_opp_fear=None if learner is None else float(learner.est_opp_fear),
@@ -158,7 +160,7 @@ class OpponentMemory:
                                    own_fear_scale=None if learner is None else float(learner.own_fear_scale),
                                    ruleset="" if shown is None else shown.ruleset.name,
                                    opponent_setup=None if opponent_setup is None else opponent_setup.key,
-                                   opponent_seen=seen, replace=replace)
+                                   opponent_seen=seen, opponent_seen_side=side_name, replace=replace)
         except Exception as exc:  # a full disk must not cost the next game
             self.unsaved_games += 1
             self.problem = f"{self.store.path}: {exc}"

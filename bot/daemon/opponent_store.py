@@ -66,7 +66,8 @@ CREATE TABLE IF NOT EXISTS game (
     score INTEGER,
     ruleset TEXT NOT NULL DEFAULT '',
     opponent_setup TEXT,
-    opponent_seen TEXT
+    opponent_seen TEXT,
+    opponent_seen_side TEXT
 );
 CREATE INDEX IF NOT EXISTS game_by_opponent ON game (opponent, id);
 """
@@ -78,6 +79,7 @@ _COLUMNS_ADDED = (
     ("game", "ruleset", "TEXT NOT NULL DEFAULT ''"),  # the ruleset of the opponent's setup
     ("game", "opponent_setup", "TEXT"),  # the opponent's setup as revealed: not known
     ("game", "opponent_seen", "TEXT"),  # what the game showed of it: nothing kept
+    ("game", "opponent_seen_side", "TEXT"),  # the colour the opponent played then
 )
 
 
@@ -216,13 +218,15 @@ class OpponentStore:
         ruleset: str = "",
         opponent_setup: str | None = None,
         opponent_seen: str | None = None,
+        opponent_seen_side: str | None = None,
         replace: bool = False,
     ) -> None:
         """Store one finished game, the points the host gave for it (None: not known, the tournament's table
         counts) and the fear estimates after it, all or nothing. ``opponent_setup`` is the opponent's whole
         setup as the host revealed it (Gravon letters, front row first); ``opponent_seen``, for a host that
-        reveals none (the UCC referee), the part of it the game showed, in the opponent's own view
-        (engine_ext/beliefs/observed.py: the squares not seen empty). ``replace``: the game ``game_id`` (not
+        reveals none (the UCC referee), the part of it the game showed, as played (engine_ext/beliefs/observed.py:
+        the squares not seen empty), with the colour the opponent played (``opponent_seen_side``, "red" or
+        "blue"). ``replace``: the game ``game_id`` (not
         empty) may be stored already, as far as it was played (``perspecto ucc`` keeps a game as it goes, the
         referee killing its programs as soon as it ends): that row is brought up to date instead."""
         if result not in RESULTS:
@@ -239,16 +243,17 @@ class OpponentStore:
             if replace:
                 updated = db.execute(
                     "UPDATE game SET finished = ?, result = ?, reason = ?, setup = ?, plies = ?, score = ?, "
-                    "ruleset = ?, opponent_setup = ?, opponent_seen = ? WHERE opponent = ? AND game_id = ?",
-                    (now, result, reason, setup, plies, score, ruleset, opponent_setup, opponent_seen, opponent,
-                     game_id),
+                    "ruleset = ?, opponent_setup = ?, opponent_seen = ?, opponent_seen_side = ? "
+                    "WHERE opponent = ? AND game_id = ?",
+                    (now, result, reason, setup, plies, score, ruleset, opponent_setup, opponent_seen,
+                     opponent_seen_side, opponent, game_id),
                 ).rowcount
             if not replace or not updated:
                 db.execute(
                     "INSERT INTO game (opponent, finished, result, reason, setup, plies, game_id, score, ruleset, "
-                    "opponent_setup, opponent_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "opponent_setup, opponent_seen, opponent_seen_side) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (opponent, now, result, reason, setup, plies, game_id, score, ruleset, opponent_setup,
-                     opponent_seen),
+                     opponent_seen, opponent_seen_side),
                 )
             if est_opp_fear is not None or own_fear_scale is not None:
                 # A value not given keeps what was stored.
@@ -269,14 +274,16 @@ class OpponentStore:
         ).fetchall()
         return [r[0] for r in reversed(rows)]
 
-    def opponent_seen(self, opponent: str, ruleset: str, limit: int = SETUPS_KEPT) -> list[str]:
-        """What the games in ``ruleset`` that revealed no whole setup showed of the opponent's (``record_game``'s
-        ``opponent_seen``), oldest first, the last ``limit``."""
+    def opponent_seen(self, opponent: str, ruleset: str, limit: int = SETUPS_KEPT) -> list[tuple[str, str]]:
+        """What the games in ``ruleset`` that revealed no whole setup showed of the opponent's, with the colour
+        it played (``record_game``'s ``opponent_seen`` and ``opponent_seen_side``), oldest first, the last
+        ``limit``."""
         rows = self._db.execute(
-            "SELECT opponent_seen FROM game WHERE opponent = ? AND ruleset = ? AND opponent_setup IS NULL "
-            "AND opponent_seen IS NOT NULL ORDER BY id DESC LIMIT ?", (opponent, ruleset, limit),
+            "SELECT opponent_seen, opponent_seen_side FROM game WHERE opponent = ? AND ruleset = ? "
+            "AND opponent_setup IS NULL AND opponent_seen IS NOT NULL AND opponent_seen_side IS NOT NULL "
+            "ORDER BY id DESC LIMIT ?", (opponent, ruleset, limit),
         ).fetchall()
-        return [r[0] for r in reversed(rows)]
+        return [(r[0], r[1]) for r in reversed(rows)]
 
     def opponents(self) -> list[str]:
         rows = self._db.execute("SELECT DISTINCT opponent FROM game UNION SELECT name FROM opponent ORDER BY 1")

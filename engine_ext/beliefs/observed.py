@@ -9,15 +9,19 @@ the same 40 pieces every game; the bombs our general meets in one game are where
 ``seen_setup`` reads that partial setup off a game view; cells not seen are empty (None), and the prior
 (prior.py) counts, square by square, only the games that saw the square.
 
-Orientation. ``Setup`` indexes a side's squares front row first, columns A to J for both colours, so a
-program that sees the board from its own seat (it turns the board round when it plays blue, as a person
-does) puts a piece on mirrored columns when its colour changes. The store keeps what was seen in the
-opponent's own view, as if it had played red (``as_red`` mirrors blue's columns), and ``for_side`` turns it
-back for the colour it plays now. A program that does not turn the board shows its setup mirrored across
-colours; the prior then finds the squares disagreeing and keeps more of the human statistics.
+Orientation. ``Setup`` indexes a side's squares front row first, columns A to J for both colours. A
+program that puts each row of its setup at the same distance from its back edge and in the same columns
+for both colours (Celsius, Ramen) shows one setup on the same indices whatever its colour. One that sees
+the board from its own seat (PeternLewis, as a person does) turns its setup round when its colour
+changes: the same piece then stands on the mirrored column. What a game showed is kept as played, with
+the colour; ``for_colour`` decides from the games themselves, where games of both colours showed the same
+squares, whether this opponent turns its setup (``turns_setup``), and hands the setups on as it would set
+up playing the colour it plays now.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from engine_ext.beliefs.events import GameTracker
 from engine_ext.rules.game import Game
@@ -80,14 +84,27 @@ def _mirrored(setup: Setup) -> Setup:
                                       for row in range(0, len(cells), width) for col in range(width)))
 
 
-def as_red(setup: Setup, side: Side) -> Setup:
-    """``setup``, played by ``side``, as the player would have set it up playing red (its own view)."""
-    return _mirrored(setup) if Side(side) == Side.BLUE else setup
+def _agreement(a: Setup, b: Setup) -> int:
+    """Squares both show with the same rank, less those they show with different ranks."""
+    return sum((x == y) - (x != y) for x, y in zip(a.cells, b.cells, strict=True) if x is not None and y is not None)
 
 
-def for_side(setup: Setup, side: Side) -> Setup:
-    """A setup kept in its player's own view (``as_red``), as that player sets it up playing ``side``."""
-    return _mirrored(setup) if Side(side) == Side.BLUE else setup
+def turns_setup(seen: Sequence[tuple[Setup, Side]]) -> bool:
+    """Whether the opponent turns its setup round with its colour: what games of different colours showed
+    agrees better with one of them mirrored than as it stands. No such evidence (games of one colour, or none
+    showing the same squares): False, the setup kept as played."""
+    reds = [setup for setup, side in seen if side == Side.RED]
+    blues = [setup for setup, side in seen if side == Side.BLUE]
+    kept = sum(_agreement(red, blue) for red in reds for blue in blues)
+    turned = sum(_agreement(red, _mirrored(blue)) for red in reds for blue in blues)
+    return turned > kept
+
+
+def for_colour(seen: Sequence[tuple[Setup, Side]], side: Side) -> list[Setup]:
+    """What earlier games showed of the opponent's setup (each as played, with the colour it played), as the
+    opponent would set it up playing ``side`` now (``turns_setup``)."""
+    turns = turns_setup(seen)
+    return [_mirrored(setup) if turns and played != side else setup for setup, played in seen]
 
 
 def parse_seen(text: str, ruleset: Ruleset) -> Setup:

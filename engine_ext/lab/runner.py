@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from engine_ext.beliefs.observed import for_side, parse_seen
+from engine_ext.beliefs.observed import for_colour, parse_seen
 from engine_ext.beliefs.prior import SetupLearner
 from engine_ext.engine.facade import Engine, EngineMove
 from engine_ext.engine.interface import MoveEngine, ProgramEngine, SearchBudget
@@ -168,13 +168,13 @@ class LabProfile(ProfileTimes, Protocol):
 @dataclass(frozen=True)
 class Player:
     """One side of a match: a name unique within it and the profile it plays (parameters merged in);
-    ``opponent_seen``: what earlier games showed of the opponent's setup, in its own view, as the opponent
-    store keeps it (engine_ext/beliefs/observed.py; the gauntlet's memory across games), for an engine
-    whose beliefs take past setups."""
+    ``opponent_seen``: what earlier games showed of the opponent's setup, as played (``Setup.key``) with the
+    colour it played ("red", "blue"), as the opponent store keeps it (engine_ext/beliefs/observed.py; the
+    gauntlet's memory across games), for an engine whose beliefs take past setups."""
 
     name: str
     profile: LabProfile
-    opponent_seen: tuple[str, ...] = ()
+    opponent_seen: tuple[tuple[str, str], ...] = ()
 
     @property
     def engine(self) -> str:
@@ -399,8 +399,8 @@ class _Side:
         self.engine: MoveEngine = player.profile.create_engine(seed)
         if player.opponent_seen and isinstance(self.engine, SetupLearner):
             ruleset = rules.options().ruleset
-            self.engine.opponent_setups = [for_side(parse_seen(key, ruleset), colour.other)
-                                           for key in player.opponent_seen]
+            seen = [(parse_seen(key, ruleset), Side.parse(played)) for key, played in player.opponent_seen]
+            self.engine.opponent_setups = for_colour(seen, colour.other)
         self.limits = limits
         profile = player.profile
         searcher = isinstance(self.engine, EngineMove)
