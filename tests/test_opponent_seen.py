@@ -86,8 +86,9 @@ def test_a_watch_kept_up_move_by_move_agrees_with_a_fresh_reading() -> None:
     watch = SetupWatch(replay, Side.RED)
     for entry in game.history:
         replay.play(entry.move)
-        assert watch.update(replay) == seen_setup(replay, Side.RED)
-    assert watch.shown > 5
+        kept = watch.update(replay)
+        assert kept == seen_setup(replay, Side.RED)
+    assert kept is not None and len(kept.pieces) > 5
 
 
 def test_a_game_not_started_from_setups_shows_no_setup() -> None:

@@ -437,10 +437,9 @@ class UccPlayer:
         if self._memory is None or self._memory.store is None or self._remembered or self.colour is None:
             return  # no store: the game's end says once that it is not kept
         seen = self._seen()
-        shown = 0 if self._watch is None else self._watch.shown
-        if seen is None or shown == self._kept_shown:
+        if seen is None or len(seen.pieces) == self._kept_shown:
             return
-        self._kept_shown = shown
+        self._kept_shown = len(seen.pieces)
         self._loader.submit(self._keep, None, "adjourned", seen, True)  # until the end says otherwise
 
     def _quit_result(self, event: QuitLine) -> tuple[bool | None, str]:

@@ -49,7 +49,6 @@ class SetupWatch:
                 self._starts = None
                 break
             self._starts[pid] = start
-        self.shown = 0  # the opponent's pieces shown so far
 
     def update(self, game: Game) -> Setup | None:
         """The setup as far as ``game`` (the same game, further on) showed it; None: nothing shown, or the
@@ -63,7 +62,6 @@ class SetupWatch:
             rank = tracker.rank(pid)
             if tracker.shown[pid] and rank != int(Rank.UNKNOWN):
                 placement[start] = Rank(rank)
-        self.shown = len(placement)
         if not placement:
             return None
         return Setup.from_placement(self._ruleset, self.side.other, placement)
