@@ -12,11 +12,13 @@ the same 40 pieces every game; the bombs our general meets in one game are where
 Orientation. ``Setup`` indexes a side's squares front row first, columns A to J for both colours. A
 program that puts each row of its setup at the same distance from its back edge and in the same columns
 for both colours (Celsius, Ramen) shows one setup on the same indices whatever its colour. One that sees
-the board from its own seat (PeternLewis, as a person does) turns its setup round when its colour
-changes: the same piece then stands on the mirrored column. What a game showed is kept as played, with
-the colour; ``for_colour`` decides from the games themselves, where games of both colours showed the same
-squares, whether this opponent turns its setup (``turns_setup``), and hands the setups on as it would set
-up playing the colour it plays now.
+the board from its own seat turns its setup round when its colour changes: the same piece then stands on
+the mirrored column. What a game showed is kept as played, with the colour; ``for_colour`` decides from the
+games themselves, where games of both colours showed the same squares, whether this opponent turns its setup
+(``turns_setup``), and hands the setups on as it would set up playing the colour it plays now. A program
+that reverses its columns at random (PeternLewis, on an odd second) fits neither: its prior stands the right
+way round in about half the games (reading each game's orientation off the game was measured and did not
+gain: docs/engine.md, *Which way round*).
 """
 
 from __future__ import annotations
