@@ -25,6 +25,7 @@ from bot.ucc.referee import (
     parse_result_line,
 )
 from engine_ext.lab.analysis import analyse_record
+from engine_ext.lab.causes import HopelessAttack
 from engine_ext.lab.gauntlet import gauntlet_game, score_interval, summarise_gauntlet
 from engine_ext.lab.stats import Trinomial
 from engine_ext.rules.pieces import Rank, Side
@@ -235,6 +236,20 @@ def test_a_game_from_each_side() -> None:
     summary = summarise_gauntlet([analysis, analysis], "ours")["theirs"]
     assert summary.trinomial == Trinomial(0, 0, 2)
     assert summary.to_json()["loss_causes"] == {"forfeit_timeout": 2}
+
+
+def test_our_attacks_that_lost_for_certain_are_counted_for_our_side_only() -> None:
+    record = log_to_record(parse_referee_log(referee_log(MOVES, TIMEOUT_END)), names=NAMES)
+    analysis = replace(analyse_record(record), hopeless=[
+        HopelessAttack(Side.RED, 3, Square(0, 5), Rank.SCOUT, Rank.GENERAL),
+        HopelessAttack(Side.RED, 7, Square(1, 5), Rank.MINER, Rank.MAJOR),
+        HopelessAttack(Side.BLUE, 8, Square(1, 3), Rank.SPY, Rank.SERGEANT),
+    ])
+    ours, theirs = gauntlet_game(analysis, "ours"), gauntlet_game(analysis, "theirs")
+    assert ours is not None and theirs is not None
+    assert (ours.hopeless_attacks, theirs.hopeless_attacks) == (2, 1)
+    summary = summarise_gauntlet([analysis, analysis], "ours")["theirs"]
+    assert summary.hopeless_attacks == 4 and summary.to_json()["hopeless_attacks"] == 4
 
 
 def test_the_score_interval_is_wilsons() -> None:

@@ -121,6 +121,33 @@ def test_generals_lost_to_the_marshal_and_in_a_trade() -> None:
     assert fate(trade, Side.BLUE, Rank.MARSHAL).cause is Cause.TRADE
 
 
+def test_an_attack_on_a_shown_piece_that_beats_the_attacker_lost_for_certain() -> None:
+    # Red's sergeant runs into blue's marshal on A7 (an attack on a piece not yet shown: not hopeless) and
+    # shows it; red's lieutenant then walks up and attacks the shown marshal (hopeless).
+    red = ["A4-A5", "A5-A6", "A6-A7", "A3-A4", "A4-A5", "A5-A6", "A6-A7"]
+    record = make_record({"A4": "sergeant", "A3": "lieutenant"}, {"A7": "marshal", "J7": "sergeant"},
+                         interleave(red, BLUE_WAITS[:6]))
+    hopeless = analyse_record(record).hopeless
+    assert [(h.side, h.ply, h.square, h.attacker, h.defender) for h in hopeless] == [
+        (Side.RED, 13, Square.parse("A7"), Rank.LIEUTENANT, Rank.MARSHAL)]
+    # A scout's strike from afar on the shown marshal is hopeless too.
+    strike = make_record({"A4": "sergeant", "A3": "scout"}, {"A7": "marshal", "J7": "sergeant"},
+                         interleave(["A4-A5", "A5-A6", "A6-A7", "A3-A7"], BLUE_WAITS[:3]))
+    analysis = analyse_record(strike)
+    assert [(h.ply, h.attacker) for h in analysis.hopeless] == [(7, Rank.SCOUT)]
+    groups = summarise([analysis, analyse_record(record)])
+    assert groups["perspecto"].hopeless == Counter({Rank.SCOUT: 1, Rank.LIEUTENANT: 1})
+    assert groups["pemm"].hopeless == Counter()
+    assert groups["perspecto"].to_json()["hopeless_attacks"] == {"lieutenant": 1, "scout": 1}
+    # A trade with a shown piece of the same rank is not hopeless, nor a miner's attack on a shown bomb.
+    even = make_record({"A4": "sergeant", "A3": "marshal"}, {"A7": "marshal", "J7": "sergeant"},
+                       interleave(red, BLUE_WAITS[:6]))
+    assert analyse_record(even).hopeless == []
+    bomb = make_record({"A4": "sergeant", "A3": "miner"}, {"A7": "bomb", "J7": "sergeant"},
+                       interleave(red, BLUE_WAITS[:6]))
+    assert analyse_record(bomb).hopeless == []
+
+
 @pytest.mark.parametrize(("scout_moves", "known"), [(["A4-A5", "A5-A6"], False), (["A4-A6"], True)])
 def test_a_flag_raided_by_a_scout_known_or_not(scout_moves: list[str], known: bool) -> None:
     # Blue's flag on A7 with bombs on A8 and B7 and three movable pieces two steps away.
@@ -327,9 +354,11 @@ def test_perspecto_analyse_prints_tables_and_json(lab_records: Path, tmp_path: P
     printed = capsys.readouterr().out
     assert "How marshals and generals left the board" in printed and "How flags fell" in printed
     assert "perspecto: marshal or general lost to a bomb or the spy" in printed
+    assert "attacks that lost for certain" in printed or "attack that lost for certain" in printed
     data = json.loads(out.read_text())
     assert set(data["groups"]) == {"random-a", "random-b", "perspecto", "pemm"} and data["records"] == 4
     for group in data["groups"].values():
+        assert all(n > 0 for n in group["hopeless_attacks"].values())
         for rank in data["groups"]["pemm"]["ranks"]:
             assert sum(group["ranks"][rank]["causes"].values()) == group["games"]
     assert cli_main(["analyse", str(lab_records), "--beliefs"]) == 0

@@ -117,9 +117,23 @@ def print_tables(console: Console, games: list[GameAnalysis], by: GroupBy) -> No
         console.print(f"{group.name}: {group.taken_in_half} pieces taken in its own half by enemy pieces it had "
                       f"been shown (the most by one raider in a row: {group.longest_raid})",
                       highlight=False, soft_wrap=True)
+    for group in groups.values():
+        console.print(f"{group.name}: {hopeless_line(group)}", highlight=False, soft_wrap=True)
     print_table(console, chases_table(groups))
     if any(group.risks is not None for group in groups.values()):
         print_table(console, risks_table(groups))
+
+
+def hopeless_line(group: GroupSummary) -> str:
+    """How many attacks lost for certain (on a piece the attacker's side had been shown and that beat the
+    attacker), then how many by each attacker's rank, the commonest first."""
+    total = sum(group.hopeless.values())
+    text = (f"{total} {'attack' if total == 1 else 'attacks'} that lost for certain (on a piece it had been "
+            "shown that beat the attacker)")
+    if total:
+        ranks = sorted(group.hopeless.items(), key=lambda kv: (-kv[1], -kv[0]))
+        text += ": " + ", ".join(f"{rank.label} {n}" for rank, n in ranks)
+    return text
 
 
 def risks_table(groups: dict[str, GroupSummary]) -> Table:

@@ -434,7 +434,7 @@ def gauntlet_table(summaries: dict[str, OpponentSummary], ours: str) -> Table:
     table = Table(title=f"{ours}: the gauntlet")
     for column in ("opponent", "games", "W / D / L", "score [95 %]", "forfeits us / them", "stopped",
                    "plies: median (range)", "losses: how", "our marshal/general in lost games",
-                   "taken in our half (run)"):
+                   "taken in our half (run)", "attacks lost for certain"):
         table.add_column(column, overflow="fold")
     rows = [*summaries.values(), total(summaries.values())]
     for summary in rows:
@@ -442,7 +442,7 @@ def gauntlet_table(summaries: dict[str, OpponentSummary], ours: str) -> Table:
         table.add_row(summary.opponent, str(t.games), f"{t.wins} / {t.draws} / {t.losses}", _score(summary),
                       f"{summary.forfeits_ours} / {summary.forfeits_theirs}", str(summary.stopped), _plies(summary),
                       _counts(summary.loss_causes), _counts(summary.top_losses_in_lost_games),
-                      f"{summary.taken_in_half} ({summary.longest_raid})")
+                      f"{summary.taken_in_half} ({summary.longest_raid})", str(summary.hopeless_attacks))
     return table
 
 

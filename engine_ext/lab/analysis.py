@@ -17,7 +17,16 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from engine_ext.lab.causes import BACK_ROWS, TRACKED_RANKS, Cause, FlagFall, LossObserver, PieceFate, TakenInHalf
+from engine_ext.lab.causes import (
+    BACK_ROWS,
+    TRACKED_RANKS,
+    Cause,
+    FlagFall,
+    HopelessAttack,
+    LossObserver,
+    PieceFate,
+    TakenInHalf,
+)
 from engine_ext.lab.chases import Chase, ChaseEnd, ChaseObserver
 from engine_ext.lab.game_events import Observer, walk
 from engine_ext.lab.risks import RiskObserver, RiskSummary, RiskyAttack
@@ -43,6 +52,7 @@ class GameAnalysis:
     chases: list[Chase]
     risks: list[RiskyAttack] | None = None  # with ``beliefs``: the marshals' and generals' risky attacks
     taken_in_half: list[TakenInHalf] = field(default_factory=list)  # pieces lost to known raiders at home
+    hopeless: list[HopelessAttack] = field(default_factory=list)  # attacks on a shown piece that beat the attacker
 
     def group(self, side: Side, by: GroupBy) -> str:
         return self.players[side] if by is GroupBy.PROFILE else str(side)
@@ -59,7 +69,7 @@ def analyse_record(record: GameRecord, *, beliefs: bool = False) -> GameAnalysis
         game_id=record.game_id, players={Side.RED: record.red.name, Side.BLUE: record.blue.name},
         result=record.result, plies=len(record.moves), fates=losses.fates, flags=losses.flags,
         chases=chases.chases, risks=risks.attacks if risks is not None else None,
-        taken_in_half=losses.taken_in_half,
+        taken_in_half=losses.taken_in_half, hopeless=losses.hopeless,
     )
 
 
@@ -185,6 +195,7 @@ class GroupSummary:
     risks: RiskSummary | None = None  # only when the games were analysed with their beliefs
     taken_in_half: int = 0  # pieces lost in its own half to enemy pieces it had been shown
     longest_raid: int = 0  # the most such takes by one raider in a row, over the games
+    hopeless: Counter[Rank] = field(default_factory=Counter)  # attacks that lost for certain, by the attacker's rank
 
     @property
     def lost_to_bomb_or_spy(self) -> int:
@@ -201,6 +212,7 @@ class GroupSummary:
             "ranks": {rank.label: s.to_json() for rank, s in self.ranks.items()},
             "flags": self.flags.to_json(), "chases": self.chases.to_json(),
             "taken_in_half": self.taken_in_half, "longest_raid": self.longest_raid,
+            "hopeless_attacks": {rank.label: n for rank, n in sorted(self.hopeless.items(), key=lambda kv: -kv[0])},
             **({"risks": self.risks.to_json()} if self.risks is not None else {}),
         }
 
@@ -226,6 +238,9 @@ def summarise(games: Iterable[GameAnalysis], by: GroupBy = GroupBy.PROFILE) -> d
                 if taken.side == side:
                     group.taken_in_half += 1
                     group.longest_raid = max(group.longest_raid, taken.run)
+            for hopeless in game.hopeless:
+                if hopeless.side == side:
+                    group.hopeless[hopeless.attacker] += 1
             if game.risks is not None:
                 if group.risks is None:
                     group.risks = RiskSummary()
@@ -250,6 +265,8 @@ def game_json(game: GameAnalysis) -> dict[str, Any]:
                   for f in game.flags],
         "taken_in_half": [{"side": str(t.side), "ply": t.ply, "square": str(t.square), "taken": t.taken.label,
                            "raider": t.raider_rank.label, "run": t.run} for t in game.taken_in_half],
+        "hopeless_attacks": [{"side": str(h.side), "ply": h.ply, "square": str(h.square),
+                              "attacker": h.attacker.label, "defender": h.defender.label} for h in game.hopeless],
         "chases": [{"side": str(c.side), "chaser": c.chaser_rank.label, "chased": c.chased_rank.label,
                     "start_ply": c.start_ply, "end_ply": c.end_ply, "length": c.length, "end": c.end.value}
                    for c in game.chases],

@@ -26,6 +26,12 @@ from one's back row) to an attacking enemy piece whose rank had been shown befor
 "a known enemy general walks through our half and takes piece after piece"). ``run`` counts the raider's
 takes of this kind in a row (any other fight of the raider ends its run): the longest run of a game is the
 figure issue 32 quotes ("12 in a row").
+
+For an attack that could only lose, a ``HopelessAttack``: the attacker's side had been shown the rank of
+the piece it attacked, and that piece beat the attacker (combat is certain once both ranks are known). It
+loses the piece and shows its rank for nothing: letting the opponent take it would have cost the opponent a
+move as well (docs/engine.md, *Attacks that lose for certain*, counted 75 of these by our engine in 82 games
+against the UCC programs).
 """
 
 from __future__ import annotations
@@ -119,6 +125,17 @@ class TakenInHalf:
     run: int  # 1 for the raider's first such take, 2 for its second in a row, ...
 
 
+@dataclass(frozen=True)
+class HopelessAttack:
+    """An attack by ``side`` on a piece whose rank ``side`` had been shown and which beat the attacker."""
+
+    side: Side  # the side that attacked (and lost its piece)
+    ply: int
+    square: Square  # the attacked piece's square
+    attacker: Rank
+    defender: Rank
+
+
 def distance(a: Square, b: Square) -> int:
     return abs(a.col - b.col) + abs(a.row - b.row)
 
@@ -130,6 +147,7 @@ class LossObserver:
     fates: list[PieceFate] = field(default_factory=list)
     flags: list[FlagFall] = field(default_factory=list)
     taken_in_half: list[TakenInHalf] = field(default_factory=list)
+    hopeless: list[HopelessAttack] = field(default_factory=list)
     _runs: dict[int, int] = field(default_factory=dict)  # raider pid -> its takes in a row so far
     _tracked: dict[int, tuple[Side, Rank]] = field(default_factory=dict)  # pid -> (side, rank), still alive
     _flag_bombs: dict[int, list[int]] = field(default_factory=dict)  # flag pid -> ids of its bombs
@@ -158,6 +176,9 @@ class LossObserver:
             self._lost(event, event.target, attacked=False, view=view)
         if event.target_rank == Rank.FLAG:
             self._flag_fell(event, view)
+        if event.target_known and event.outcome == "o":
+            self.hopeless.append(HopelessAttack(side=event.side, ply=event.ply, square=event.to,
+                                                attacker=event.mover_rank, defender=event.target_rank))
         self._raid(event, view)
 
     def _raid(self, event: PlyEvent, view: ReplayView) -> None:

@@ -10,7 +10,8 @@ programs choose their own setups, so games do not pair), forfeits on either side
 surrender, a bad setup), the game lengths, and the causes of every loss from ``analysis.analyse_record``:
 how the loss ended (our flag taken, and by what; no movable pieces or no moves; a forfeit) and how our
 marshal and general fell in the lost games (to a bomb, to the spy, to a higher piece), plus, over all
-games, our pieces taken in our own half by enemy pieces we had been shown (``causes.TakenInHalf``).
+games, our pieces taken in our own half by enemy pieces we had been shown (``causes.TakenInHalf``) and our
+attacks that lost for certain (``causes.HopelessAttack``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class GauntletGame:
     top_losses: tuple[tuple[Rank, Cause], ...]  # our marshal / general that fell, and to what
     taken_in_half: int  # our pieces taken in our half by enemy pieces we had been shown
     longest_raid: int
+    hopeless_attacks: int = 0  # our attacks on a piece we had been shown and that beat the attacker
 
     @property
     def lost(self) -> bool:
@@ -88,6 +90,7 @@ def gauntlet_game(game: GameAnalysis, ours: str) -> GauntletGame | None:
         stopped=reason == "adjourned", loss=loss, flag_raider=raider,
         top_losses=tuple((f.rank, f.cause) for f in game.fates if f.side == side and f.lost),
         taken_in_half=len(taken), longest_raid=max((t.run for t in taken), default=0),
+        hopeless_attacks=sum(1 for h in game.hopeless if h.side == side),
     )
 
 
@@ -174,6 +177,10 @@ class OpponentSummary:
     def longest_raid(self) -> int:
         return max((g.longest_raid for g in self.games), default=0)
 
+    @property
+    def hopeless_attacks(self) -> int:
+        return sum(g.hopeless_attacks for g in self.games)
+
     def to_json(self) -> dict[str, Any]:
         t, interval = self.trinomial, self.interval
         return {
@@ -186,6 +193,7 @@ class OpponentSummary:
             "top_losses_in_lost_games": dict(self.top_losses_in_lost_games),
             "top_losses_all_games": dict(self.top_losses_all),
             "taken_in_half": self.taken_in_half, "longest_raid": self.longest_raid,
+            "hopeless_attacks": self.hopeless_attacks,
             "lost_games": [g.game_id for g in self.games if g.lost],
         }
 
