@@ -53,7 +53,7 @@ class GauntletGame:
     top_losses: tuple[tuple[Rank, Cause], ...]  # our marshal / general that fell, and to what
     taken_in_half: int  # our pieces taken in our half by enemy pieces we had been shown
     longest_raid: int
-    hopeless_attacks: int = 0  # our attacks on a piece we had been shown and that beat the attacker
+    hopeless_attacks: int  # our attacks on a piece we had been shown and that beat the attacker
 
     @property
     def lost(self) -> bool:
