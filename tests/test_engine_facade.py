@@ -3,6 +3,7 @@ reproducibility, settings, profiles and time management."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Any
@@ -10,7 +11,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from engine_ext.engine.facade import Engine, EngineChoice, EngineMove, engine_factory, initial_counts
+from engine_ext.engine import facade
+from engine_ext.engine.facade import Engine, EngineChoice, EngineMove, answer_reserve, engine_factory, initial_counts
 from engine_ext.engine.search import SearchRunner
 from engine_ext.engine.settings import (
     BUILTIN_ENGINE_SETTINGS,
@@ -116,6 +118,42 @@ def test_abort_deadline_cuts_a_running_iteration() -> None:
     assert result["aborted"]
     assert 0 < result["depth"] < 24
     assert time.monotonic() < start + 0.3 + LATE  # the compiled search reads the real clock: no fake one
+
+
+def test_the_search_leaves_a_share_of_the_move_before_the_hard_deadline() -> None:
+    # At the referee's -T 2 (hard deadline 1.75 s after the move's start) the search stops 0.26 s before it;
+    # a short move keeps at least 20 ms; a deadline that never binds stays where it is.
+    assert answer_reserve(100.0, 101.75) == pytest.approx(0.2625)
+    assert answer_reserve(100.0, 100.05) == pytest.approx(0.02)
+    assert answer_reserve(100.0, math.inf) == pytest.approx(0.02)
+
+
+def test_the_abort_deadline_given_to_the_search_keeps_the_reserve(monkeypatch: pytest.MonkeyPatch) -> None:
+    aborts: list[tuple[float, float]] = []
+
+    class Recording:  # the compiled runner, with the deadlines of its run written down
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._runner = SearchRunner(*args, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._runner, name)
+
+        def run(self, moves: list[int], soft: float, abort: float, nodes: int | None = None) -> dict[str, Any]:
+            aborts.append((soft, abort))
+            return self._runner.run(moves, soft, abort, nodes)
+
+    view = classic_midgame()
+    monkeypatch.setattr(facade, "SearchRunner", Recording)
+    engine = quick("perspecto")
+    before = time.monotonic()
+    engine.choose_move(view, before + 30.0, before + 60.0)
+    after = time.monotonic()
+    (soft, abort), = aborts
+    # abort = hard - 0.15 (hard - start), with the move's start somewhere between before and after
+    assert before + 60.0 - 0.15 * 60.0 <= abort <= after + 60.0 - 0.15 * 60.0
+    assert soft <= abort
+    engine.choose_move(view, math.inf, math.inf, nodes=500)
+    assert aborts[-1][1] == math.inf
 
 
 def test_hard_deadline_and_stop_event() -> None:

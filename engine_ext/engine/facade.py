@@ -8,6 +8,7 @@ runs without the GIL, so the daemon's event loop keeps answering while the engin
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -39,14 +40,28 @@ from setups.notation import Setup
 
 log = structlog.get_logger()
 
-# Seconds kept between the abort deadline and the caller's hard deadline: building the answer.
+# Kept between the search's abort deadline and the caller's hard deadline, for the answer to be built and
+# handed over: at least _ANSWER_MARGIN seconds, and _ANSWER_RESERVE_SHARE of the move's whole time (its start
+# to the hard deadline). Why the share: on a loaded machine the search threads and the Python that follows
+# them wait for a core, and an iteration cut at 20 ms before the hard deadline came back after it (10 random
+# fallback moves in 46 games of the 2026-11-28 gauntlet at load 7, docs/engine.md, *Time*). An iteration that
+# runs into the reserve is one its forecast meant to end by the soft deadline, half of -T under the referee.
 _ANSWER_MARGIN = 0.02
+_ANSWER_RESERVE_SHARE = 0.15
 _STOP_POLL = 0.005
 _ALGORITHM_NAMES = {"minimax": "minimax", "expectiminimax": "expectiminimax", "pemm": "p-e-minimax"}
 _OUTCOME_NAMES = ("win", "lose", "both fall", "passive")
 _LIMIT_NAMES = {"depth": "the full depth", "nodes": "the node budget", "time": "the clock", "stop": "a stop request"}
 # The deepest search the compiled search allows (search.pxd MAX_DEPTH; EngineSettings.max_depth's bound).
 MAX_SEARCH_DEPTH = 24
+
+
+def answer_reserve(start: float, hard_deadline: float) -> float:
+    """Seconds the search leaves before ``hard_deadline`` (a move that started at ``start``) for its answer;
+    a deadline that never binds (``math.inf``, the lab's node budgets and fixed depths) keeps it there."""
+    if not math.isfinite(hard_deadline):
+        return _ANSWER_MARGIN
+    return max(_ANSWER_MARGIN, _ANSWER_RESERVE_SHARE * (hard_deadline - start))
 
 
 @dataclass(frozen=True)
@@ -276,7 +291,7 @@ class Engine:
         if settings.engine == "perspecto" and settings.strategic:
             strategic = runner.strategic(legal, strategic_params(settings, runner.opponent_movers()))
         soft = start + max(0.0, soft_deadline - start) * settings.time_use
-        abort = max(start, hard_deadline - _ANSWER_MARGIN)
+        abort = max(start, hard_deadline - answer_reserve(start, hard_deadline))
         soft = min(soft, abort)
         done = threading.Event()
         watcher = None
