@@ -43,9 +43,9 @@ log = structlog.get_logger()
 # Kept between the search's abort deadline and the caller's hard deadline, for the answer to be built and
 # handed over: at least _ANSWER_MARGIN seconds, and _ANSWER_RESERVE_SHARE of the move's whole time (its start
 # to the hard deadline). Why the share: on a loaded machine the search threads and the Python that follows
-# them wait for a core, and an iteration cut at 20 ms before the hard deadline came back after it (10 random
-# fallback moves in 46 games of the 2026-11-28 gauntlet at load 7, docs/engine.md, *Time*). An iteration that
-# runs into the reserve is one its forecast meant to end by the soft deadline, half of -T under the referee.
+# them wait for a core, and an iteration cut 20 ms before the hard deadline came back after it, so a random
+# fallback move went out (measured in docs/engine.md, *The answer's reserve*). An iteration that runs into the
+# reserve is one its forecast meant to end by the soft deadline, half of -T under the referee.
 _ANSWER_MARGIN = 0.02
 _ANSWER_RESERVE_SHARE = 0.15
 _STOP_POLL = 0.005
