@@ -354,3 +354,33 @@ def test_an_old_records_forfeit_setup_counts_as_the_illegal_setup_it_was() -> No
     old = replace(analysis, result={"winner": "blue", "reason": "forfeit_setup", "plies": 0, "forfeits": ["red"]})
     ours = gauntlet_game(old, NAMES[Side.RED])
     assert ours is not None and ours.reason == "forfeit_illegal_setup" and ours.loss == "forfeit_illegal_setup"
+
+
+# --- running the referee ------------------------------------------------------------------------------------
+
+
+def test_relative_paths_reach_the_referee_as_the_files_meant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The referee runs in the log's folder, so a relative ``-o`` (``perspecto gauntlet --records runs/x``) named
+    another file there: the real referee died of it (signal 11) and every game of the run was lost. A stand-in
+    referee that opens ``-o`` from its own working directory, as the real one does, writes a whole game."""
+    from bot.ucc.referee import play_referee_game
+
+    log = referee_log(MOVES, TIMEOUT_END)
+    stand_in = tmp_path / "stratego"
+    stand_in.write_text(
+        "#!/bin/sh\n"
+        "# -T S -m N -o LOG RED BLUE: the log from this working directory, or die as the referee does\n"
+        f"cat > \"$6\" <<'LOG' || exit 139\n{log}LOG\n"
+        "[ -x \"$7\" ] && [ -x \"$8\" ] || exit 139\n"
+        f"echo '{TIMEOUT_END[-1]}'\n", encoding="utf-8")
+    stand_in.chmod(stand_in.stat().st_mode | stat.S_IXUSR)
+    program = tmp_path / "program"
+    program.write_text("#!/bin/sh\n", encoding="utf-8")
+    program.chmod(program.stat().st_mode | stat.S_IXUSR)
+    (tmp_path / "runs" / "referee").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    game = play_referee_game(Path("stratego"), Path("program"), Path("program"), names=NAMES,
+                             log_path=Path("runs/referee/game.log"), wall_time=30)
+    assert game.error is None
+    assert game.result is not None and game.record is not None
+    assert game.record.result is not None and game.record.result["winner"] == "blue"

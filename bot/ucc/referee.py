@@ -350,6 +350,9 @@ def play_referee_game(referee: Path, red: Path, blue: Path, *, names: dict[Side,
     process group of their own, killed when the game ends or after ``wall_time`` seconds."""
     started_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     started = time.monotonic()
+    # The referee runs in the log's folder: a relative path given here would name another file there (the
+    # referee dies of a log it cannot open, signal 11, with no word of why).
+    referee, red, blue, log_path = (path.absolute() for path in (referee, red, blue, log_path))
     command = [str(referee), "-T", f"{move_time:g}", "-m", str(max_turns), "-o", str(log_path), str(red), str(blue)]
     stopped = False
     out_path, err_path = log_path.with_suffix(".out"), log_path.with_suffix(".err")
