@@ -9,6 +9,11 @@ Two ways to play the same games, which must agree:
 - ``--via lab``: the strength lab's runner (``engine_ext/lab/runner.py``), the opponent through Perspecto's
   own UCC adapter (``engine = "ucc"`` profiles), the same clock and the same rules.
 
+Every game is a job (``GauntletJob``: a slot, that is an opponent, our colour, our setup seed, the program's
+seed where it takes one, the arm, the game id, the clock), self-contained and picklable, played by
+``play_gauntlet_job``; the run loop (``run_jobs``) hands the jobs to an executor with the
+``concurrent.futures.Executor.submit`` interface (here a thread pool) and saves the records that come back.
+
 Every game is a record (``perspecto replay``, ``perspecto analyse``, the web view); the table is read back
 from the records (``engine_ext/lab/gauntlet.py``), so ``--report FOLDER`` prints it again without playing.
 """
@@ -18,19 +23,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
+import random
 import shlex
 import shutil
 import subprocess
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console
 from rich.table import Table
@@ -55,6 +59,9 @@ from engine_ext.lab.game_events import ReplayError
 from engine_ext.lab.gauntlet import OpponentSummary, summarise_gauntlet, total
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
+
+if TYPE_CHECKING:
+    from engine_ext.lab.runner import GameJob
 
 UCC_PREFIX = "ucc-"  # the shipped sparring profiles: ucc-peternlewis, ucc-celsius, ...
 DEFAULT_GAMES = 4
@@ -205,31 +212,158 @@ def find_referee(given: Path | None) -> Path:
     raise GauntletError(f"the referee {candidates[0]} is not an executable file")
 
 
-# --- playing through the referee -------------------------------------------------------------------------
+# --- one game, one job -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class RefereeJob:
-    opponent: Opponent
-    index: int  # game number against this opponent: even, we are red; odd, blue
-    ours: str
+class Clock:
+    """The referee's conditions: seconds an answer (-T), its turn cap (-m), and the wall-time bound of a game."""
 
-    @property
-    def our_side(self) -> Side:
-        return Side.RED if self.index % 2 == 0 else Side.BLUE
-
-    @property
-    def game_id(self) -> str:
-        return f"{self.ours}-vs-{self.opponent.name}-{self.index:05d}"
+    move_time: float
+    max_turns: int
+    wall_time: float
 
 
-def interleaved(opponents: Sequence[Opponent], counts: dict[str, int], ours: str) -> Iterator[RefereeJob]:
+@dataclass(frozen=True)
+class GauntletJob:
+    """One game, self-contained and picklable: everything ``play_gauntlet_job`` needs, on any worker that sees
+    the same paths. A slot is (opponent, slot number): our colour follows the slot number (even: red), our setup
+    and engine seed ``setup_seed`` (None: a fresh one each game); ``program_seed`` is the opponent program's,
+    None for every UCC 2012 program (they seed from the clock or the OS: docs/lab.md, The gauntlet). In a
+    paired run both arms play each slot: ``arm`` says which ("" in a single-arm run)."""
+
+    game_id: str
+    ours: str  # our player's name in the record
+    opponent: str
+    slot: int
+    our_side: Side
+    clock: Clock
+    via: str  # "referee" or "lab"
+    work: Path  # the referee's logs and the games' small scripts go here
+    arm: str = ""
+    setup_seed: int | None = None
+    program_seed: int | None = None
+    referee: Path | None = None  # --via referee: the referee, our program (a wrapper) and the opponent's
+    our_program: Path | None = None
+    opponent_program: Path | None = None
+    lab: GameJob | None = None  # --via lab: the runner's game (engine_ext/lab/runner.py)
+
+
+@dataclass(frozen=True)
+class GauntletOutcome:
+    """What a job gives back: the game's record (the caller saves it), or why there is none."""
+
+    job: GauntletJob
+    record: GameRecord | None
+    seconds: float
+    error: str | None = None
+
+
+def play_gauntlet_job(job: GauntletJob) -> GauntletOutcome:
+    """Play one job's game and return its record (saved by whoever submitted the job: a worker elsewhere
+    sends it back). A game that fails is an outcome with its error, never an exception."""
+    started = time.monotonic()
+    try:
+        if job.via == "lab":
+            from engine_ext.lab.runner import play_game_with_record
+
+            assert job.lab is not None
+            _outcome, record = play_game_with_record(job.lab)
+            record.game_id = job.game_id
+            return GauntletOutcome(job, record, time.monotonic() - started)
+        return _play_referee_job(job, started)
+    except Exception as exc:  # a job's failure is its game's, reported, not the run's end
+        return GauntletOutcome(job, None, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
+
+
+def _play_referee_job(job: GauntletJob, started: float) -> GauntletOutcome:
+    assert job.referee is not None and job.our_program is not None and job.opponent_program is not None
+    job.work.mkdir(parents=True, exist_ok=True)
+    ours_path = job.our_program
+    if job.setup_seed is not None:  # the wrapper passes its arguments on: this game's seed
+        ours_path = job.work / f"{job.game_id}.sh"
+        ours_path.write_text(f"#!/bin/sh\nexec {shlex.quote(str(job.our_program.absolute()))} --seed "
+                             f"{job.setup_seed} \"$@\"\n", encoding="utf-8")
+        ours_path.chmod(0o755)
+    theirs_path = job.opponent_program
+    red, blue = (ours_path, theirs_path) if job.our_side == Side.RED else (theirs_path, ours_path)
+    names = {job.our_side: job.ours, job.our_side.other: job.opponent}
+    game = play_referee_game(job.referee, red, blue, names=names, log_path=job.work / f"{job.game_id}.log",
+                             move_time=job.clock.move_time, max_turns=job.clock.max_turns,
+                             wall_time=job.clock.wall_time, game_id=job.game_id)
+    return GauntletOutcome(job, game.record, time.monotonic() - started, game.error)
+
+
+class JobFeed(Protocol):
+    """Where the run loop gets its jobs and sends their outcomes. ``next_job``: the next job to submit, or None
+    (with jobs in flight: none until one of them is back; with none in flight: the run is over)."""
+
+    def next_job(self) -> GauntletJob | None: ...
+
+    def done(self, outcome: GauntletOutcome) -> None: ...
+
+
+class ListFeed:
+    """A fixed list of jobs, in order."""
+
+    def __init__(self, jobs: Sequence[GauntletJob], on_outcome: Callable[[GauntletOutcome], None]) -> None:
+        self._jobs = iter(jobs)
+        self._on_outcome = on_outcome
+
+    def next_job(self) -> GauntletJob | None:
+        return next(self._jobs, None)
+
+    def done(self, outcome: GauntletOutcome) -> None:
+        self._on_outcome(outcome)
+
+
+def run_jobs(feed: JobFeed, executor: Executor, in_flight: int) -> None:
+    """Hand the feed's jobs to ``executor`` (``concurrent.futures.Executor.submit``: locally a thread pool),
+    at most ``in_flight`` at a time, and the outcomes back to the feed in the order they finish. Jobs are
+    submitted in the feed's order, so jobs next to each other (a slot's two arms) meet the same load."""
+    pending: set[Future[GauntletOutcome]] = set()
+    try:
+        while True:
+            while len(pending) < in_flight:
+                job = feed.next_job()
+                if job is None:
+                    break
+                pending.add(executor.submit(play_gauntlet_job, job))
+            if not pending:
+                return
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                feed.done(future.result())
+    except KeyboardInterrupt:
+        for future in pending:
+            future.cancel()
+        raise
+
+
+def local_executor(concurrency: int) -> ThreadPoolExecutor:
+    """The executor of a run on this machine: threads, each waiting on its game's processes."""
+    return ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="gauntlet")
+
+
+def slot_side(slot: int) -> Side:
+    """Our colour in a slot: even slots red, odd slots blue (colours alternate against each opponent)."""
+    return Side.RED if slot % 2 == 0 else Side.BLUE
+
+
+def game_id(ours: str, opponent: str, slot: int) -> str:
+    return f"{ours}-vs-{opponent}-{slot:05d}"
+
+
+def interleaved(opponents: Sequence[Opponent], counts: dict[str, int]) -> Iterator[tuple[Opponent, int]]:
     """Game 0 against every opponent, then game 1 against every one, ...: a run stopped early has played
     every opponent about equally."""
     for index in range(max(counts.values())):
         for opponent in opponents:
             if index < counts[opponent.name]:
-                yield RefereeJob(opponent, index, ours)
+                yield opponent, index
+
+
+# --- the referee's route: programs ----------------------------------------------------------------------
 
 
 def program_path(opponent: Opponent, folder: Path) -> Path:
@@ -249,23 +383,24 @@ def program_path(opponent: Opponent, folder: Path) -> Path:
 
 
 def write_our_wrapper(path: Path, profile: str, move_time: float, config: str | None,
-                      state_dir: Path | None = None) -> None:
+                      state_dir: Path | None = None, command: Sequence[str] | None = None) -> None:
     """``perspecto ucc --write-wrapper``, run as a user would: the wrapper is exactly the documented one; it
-    learns in ``state_dir`` (None: learns nothing)."""
+    learns in ``state_dir`` (None: learns nothing). ``command``: another Perspecto (a baseline's worktree)."""
     from bot.commands.ucc import perspecto_command
 
-    command = [*perspecto_command(), "ucc", "--write-wrapper", str(path), "--profile", profile,
-               "--move-time", f"{move_time:g}"]
+    argv = [*(command or perspecto_command()), "ucc", "--write-wrapper", str(path), "--profile", profile,
+            "--move-time", f"{move_time:g}"]
     if config is not None:
-        command += ["--config", config]
-    command += ["--no-learn"] if state_dir is None else ["--state-dir", str(state_dir)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+        argv += ["--config", config]
+    argv += ["--no-learn"] if state_dir is None else ["--state-dir", str(state_dir)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     if done.returncode != 0:
-        raise GauntletError(f"perspecto ucc --write-wrapper failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+        raise GauntletError(f"perspecto ucc --write-wrapper failed ({done.returncode}): "
+                            f"{(done.stderr or done.stdout).strip()[-500:]}")
 
 
-def play_via_referee(args: argparse.Namespace, opponents: list[Opponent], counts: dict[str, int], ours: str,
-                     records: Path, concurrency: int, console: Console) -> list[Path]:
+def referee_jobs(args: argparse.Namespace, opponents: list[Opponent], counts: dict[str, int], ours: str,
+                 records: Path) -> list[GauntletJob]:
     referee = find_referee(args.referee)
     work = records / "referee"
     work.mkdir(parents=True, exist_ok=True)
@@ -274,42 +409,11 @@ def play_via_referee(args: argparse.Namespace, opponents: list[Opponent], counts
     write_our_wrapper(our_program, ours, args.move_time, args.config,
                       None if args.no_learn else records / "state")
     programs = {o.name: program_path(o, work) for o in opponents}
-    jobs = list(interleaved(opponents, counts, ours))
-    console.print(f"{len(jobs)} games through the referee {referee} (-T {args.move_time:g} -m {args.max_turns}), "
-                  f"{concurrency} at a time, each stopped after {args.wall_time:g} s; records in {records}",
-                  highlight=False, soft_wrap=True)
-    paths: list[Path] = []
-    lock = threading.Lock()
-
-    def play(job: RefereeJob) -> Path | None:
-        ours_path, theirs_path = our_program, programs[job.opponent.name]
-        red, blue = (ours_path, theirs_path) if job.our_side == Side.RED else (theirs_path, ours_path)
-        names = {job.our_side: ours, job.our_side.other: job.opponent.name}
-        game = play_referee_game(referee, red, blue, names=names, log_path=work / f"{job.game_id}.log",
-                                 move_time=args.move_time, max_turns=args.max_turns, wall_time=args.wall_time,
-                                 game_id=job.game_id)
-        if game.record is None:
-            with lock:
-                console.print(f"[red]{job.game_id}: no record: {game.error}[/red]", highlight=False, soft_wrap=True)
-            return None
-        path = records / f"{job.game_id}.json"
-        game.record.save(path)
-        with lock:
-            console.print(game_line(game.record, ours, game.seconds), highlight=False, soft_wrap=True)
-        return path
-
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="gauntlet") as pool:
-        futures = [pool.submit(play, job) for job in jobs]
-        try:
-            for future in as_completed(futures):
-                path = future.result()
-                if path is not None:
-                    paths.append(path)
-        except KeyboardInterrupt:
-            for future in futures:
-                future.cancel()
-            raise
-    return sorted(paths)
+    clock = Clock(args.move_time, args.max_turns, args.wall_time)
+    return [GauntletJob(game_id=game_id(ours, o.name, index), ours=ours, opponent=o.name, slot=index,
+                        our_side=slot_side(index), clock=clock, via="referee", work=work, referee=referee,
+                        our_program=our_program, opponent_program=programs[o.name])
+            for o, index in interleaved(opponents, counts)]
 
 
 def game_line(record: GameRecord, ours: str, seconds: float) -> str:
@@ -322,12 +426,23 @@ def game_line(record: GameRecord, ours: str, seconds: float) -> str:
             f"in {result.get('plies')} plies, {seconds:.0f} s")
 
 
-# --- playing through the lab ------------------------------------------------------------------------------
+# --- the lab's route -------------------------------------------------------------------------------------
 
 
-def play_via_lab(args: argparse.Namespace, profiles: ProfileSet, opponents: list[Opponent], counts: dict[str, int],
-                 ours: str, records: Path, concurrency: int, console: Console) -> list[Path]:
-    from engine_ext.lab.runner import Limits, Match, Rules, make_player, run_matches, setup_source
+@dataclass
+class LabGames:
+    """What the lab's jobs share: the referee's conditions as the lab's rules, the setup source, the players."""
+
+    rules: Any
+    source: Any
+    seed: int
+    players: dict[str, Any]  # opponent name -> its Player; our arms' players under their names
+    records: Path
+
+
+def lab_games(args: argparse.Namespace, opponents: list[Opponent],
+              ours: dict[str, BotProfile], records: Path) -> LabGames:
+    from engine_ext.lab.runner import Rules, make_player, setup_source
     from engine_ext.rules.rulesets import get_ruleset
 
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little") >> 1
@@ -335,41 +450,118 @@ def play_via_lab(args: argparse.Namespace, profiles: ProfileSet, opponents: list
     rules = Rules(two_squares=None, more_squares=False, move_limit=referee_move_limit(args.max_turns),
                   move_time_average=args.move_time, move_time_max=args.move_time)
     source = setup_source("generated", get_ruleset("classic"))
-    a = make_player(ours, profiles.get(ours), label="A")
+    players = {name: make_player(name, profile, label="A") for name, profile in ours.items()}
     # Each program gets the referee's full time an answer (-T), not what the lab's time manager leaves a bot.
-    players = {o.name: make_player(o.name, o.profile, label="B", params=[f"B.answer_time={args.move_time:g}"])
-               for o in opponents}
-    pairs = {name: math.ceil(n / 2) for name, n in counts.items()}
-    console.print(f"{2 * sum(pairs.values())} games in the lab (Perspecto's UCC adapter), {args.move_time:g} s an "
-                  f"answer, draw at {rules.move_limit} plies, {concurrency} workers, seed {seed}; records in {records}",
-                  highlight=False, soft_wrap=True)
+    for o in opponents:
+        players[o.name] = make_player(o.name, o.profile, label="B", params=[f"B.answer_time={args.move_time:g}"])
+    return LabGames(rules, source, seed, players, records)
 
-    def on_game(match: Match, outcome: Any) -> None:
-        if outcome.record_path is not None:
-            record = GameRecord.load(outcome.record_path)
-            console.print(game_line(record, ours, outcome.seconds), highlight=False, soft_wrap=True)
 
-    # Round by round, a pair against every opponent that still has games to play: a run stopped early has
-    # played every opponent about equally (the lab's runner plays its matches one after another).
-    paths: list[Path] = []
-    seen: dict[str, list[tuple[str, str]]] = {o.name: [] for o in opponents}  # what this run's games showed
-    for round_ in range(max(pairs.values())):
-        # As the referee's route learns in a tournament: our side starts from what the rounds before showed.
-        matches = [Match(a if args.no_learn else dataclasses.replace(a, opponent_seen=tuple(seen[o.name])),
-                         players[o.name], pairs=1, source=source, seed=seed + round_, limits=Limits(),
-                         rules=rules, records=records) for o in opponents if pairs[o.name] > round_]
-        try:
-            run_matches(matches, concurrency=concurrency, on_game=on_game)
-        finally:
-            played = [g.record_path for m in matches for g in m.games if g.record_path is not None]
-            paths += played
-        for path in played:
-            record = GameRecord.load(path)
-            opponent = record.blue.name if record.red.name == ours else record.red.name
-            shown = shown_setup(record, ours)
-            if shown is not None and opponent in seen:
-                seen[opponent].append(shown)
-    return sorted(paths)
+def slot_seed(seed: int, opponent: str, slot: int) -> int:
+    """A slot's seed (our setup's and engine's), from the run's seed, the opponent and the slot alone."""
+    return random.Random(f"gauntlet/{seed}/{opponent}/{slot}").randrange(2**31)
+
+
+def lab_job(games: LabGames, ours: str, opponent: str, slot: int, clock: Clock, *, arm: str = "",
+            setup_seed: int, seen: Sequence[tuple[str, str]] = ()) -> GauntletJob:
+    """The lab's game of a slot: our setup and engine seed from ``setup_seed``; ``seen``, what the games
+    before showed of this opponent's setups (none: learns nothing)."""
+    from engine_ext.lab.runner import GameJob, Limits
+
+    our_side = slot_side(slot)
+    red_setup, blue_setup = games.source.pair(0, setup_seed)
+    a = dataclasses.replace(games.players[ours], opponent_seen=tuple(seen))
+    gid = game_id(ours, opponent, slot) if not arm else paired_game_id(arm, opponent, slot)
+    lab = GameJob(match=gid, index=0 if our_side == Side.RED else 1, pair=slot, a=a, b=games.players[opponent],
+                  a_side=our_side, red_setup=red_setup.key, blue_setup=blue_setup.key, red_seed=setup_seed,
+                  blue_seed=setup_seed, limits=Limits(), rules=games.rules, records=None, seed=games.seed)
+    return GauntletJob(game_id=gid, ours=ours, opponent=opponent, slot=slot, our_side=our_side, clock=clock,
+                       via="lab", work=games.records, arm=arm, setup_seed=setup_seed, lab=lab)
+
+
+def paired_game_id(arm: str, opponent: str, slot: int) -> str:
+    return f"{arm}-vs-{opponent}-{slot:05d}"
+
+
+# --- a single-arm run ------------------------------------------------------------------------------------
+
+
+def save_outcome(outcome: GauntletOutcome, records: Path, console: Console) -> Path | None:
+    """The record saved as ``records/GAME_ID.json`` and the game's line printed; None, and the error, when the
+    game gave no record."""
+    job = outcome.job
+    if outcome.record is None:
+        console.print(f"[red]{job.game_id}: no record: {outcome.error}[/red]", highlight=False, soft_wrap=True)
+        return None
+    path = records / f"{job.game_id}.json"
+    outcome.record.save(path)
+    console.print(game_line(outcome.record, job.ours, outcome.seconds), highlight=False, soft_wrap=True)
+    return path
+
+
+class SingleArmFeed:
+    """The single-arm gauntlet's games in the interleaved order; on the lab's route, a game's job is made when
+    it is submitted, so it learns from the games finished by then (as the referee's route learns in its state
+    folder), unless ``learn`` is off."""
+
+    def __init__(self, order: Sequence[tuple[str, int]], make_job: Callable[[str, int, Sequence[tuple[str, str]]],
+                 GauntletJob], records: Path, console: Console, *, learn: bool) -> None:
+        self._order = iter(order)
+        self._make_job = make_job
+        self._records, self._console, self._learn = records, console, learn
+        self.seen: dict[str, list[tuple[str, str]]] = {name: [] for name, _slot in order}
+        self.paths: list[Path] = []
+
+    def next_job(self) -> GauntletJob | None:
+        item = next(self._order, None)
+        if item is None:
+            return None
+        opponent, slot = item
+        return self._make_job(opponent, slot, self.seen[opponent] if self._learn else ())
+
+    def done(self, outcome: GauntletOutcome) -> None:
+        path = save_outcome(outcome, self._records, self._console)
+        if path is None:
+            return
+        self.paths.append(path)
+        if self._learn and outcome.record is not None:
+            shown = shown_setup(outcome.record, outcome.job.ours)
+            if shown is not None:
+                self.seen[outcome.job.opponent].append(shown)
+
+
+def make_executor(args: argparse.Namespace, concurrency: int) -> Executor:
+    """Where the games are played: here, ``concurrency`` at a time."""
+    return local_executor(concurrency)
+
+
+def play_single(args: argparse.Namespace, profiles: ProfileSet, opponents: list[Opponent], counts: dict[str, int],
+                ours: str, records: Path, concurrency: int, console: Console) -> list[Path]:
+    clock = Clock(args.move_time, args.max_turns, args.wall_time)
+    order = [(o.name, slot) for o, slot in interleaved(opponents, counts)]
+    make_job: Callable[[str, int, Sequence[tuple[str, str]]], GauntletJob]
+    if args.via == "referee":
+        jobs = {(j.opponent, j.slot): j for j in referee_jobs(args, opponents, counts, ours, records)}
+        console.print(f"{len(jobs)} games through the referee {next(iter(jobs.values())).referee} (-T "
+                      f"{args.move_time:g} -m {args.max_turns}), {concurrency} at a time, each stopped after "
+                      f"{args.wall_time:g} s; records in {records}", highlight=False, soft_wrap=True)
+
+        def make_job(opponent: str, slot: int, _seen: Sequence[tuple[str, str]]) -> GauntletJob:
+            return jobs[(opponent, slot)]
+    else:
+        games = lab_games(args, opponents, {ours: profiles.get(ours)}, records)
+        console.print(f"{len(order)} games in the lab (Perspecto's UCC adapter), {args.move_time:g} s an answer, "
+                      f"draw at {games.rules.move_limit} plies, {concurrency} workers, seed {games.seed}; records "
+                      f"in {records}", highlight=False, soft_wrap=True)
+
+        def make_job(opponent: str, slot: int, seen: Sequence[tuple[str, str]]) -> GauntletJob:
+            return lab_job(games, ours, opponent, slot, clock, setup_seed=slot_seed(games.seed, opponent, slot),
+                           seen=seen)
+    # The referee's route learns in its state folder; the lab's, from the records as they come in.
+    feed = SingleArmFeed(order, make_job, records, console, learn=args.via == "lab" and not args.no_learn)
+    with make_executor(args, concurrency) as executor:
+        run_jobs(feed, executor, concurrency)
+    return sorted(feed.paths)
 
 
 def shown_setup(record: GameRecord, ours: str) -> tuple[str, str] | None:
@@ -509,10 +701,7 @@ def main(args: argparse.Namespace) -> int:
     started = time.monotonic()
     interrupted = False
     try:
-        if args.via == "referee":
-            paths = play_via_referee(args, opponents, counts, args.profile, records, concurrency, console)
-        else:
-            paths = play_via_lab(args, profiles, opponents, counts, args.profile, records, concurrency, console)
+        paths = play_single(args, profiles, opponents, counts, args.profile, records, concurrency, console)
     except KeyboardInterrupt:
         interrupted = True
         console.print("[yellow]interrupted: the games finished so far[/yellow]")
