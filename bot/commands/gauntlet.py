@@ -34,7 +34,7 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExec
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from rich.console import Console
 from rich.table import Table
@@ -54,9 +54,33 @@ from bot.ucc.referee import (
 from bot.web.options import add_web_argument
 from bot.web.service import LabWeb, announce
 from engine_ext.engine.settings import usable_cores
-from engine_ext.lab.analysis import GameAnalysis, analyse_record
+from engine_ext.lab.analysis import GameAnalysis
 from engine_ext.lab.game_events import ReplayError
-from engine_ext.lab.gauntlet import OpponentSummary, summarise_gauntlet, total
+from engine_ext.lab.gauntlet import (
+    FAILURES,
+    AnalysedGame,
+    GauntletGame,
+    OpponentSummary,
+    Rate,
+    analyse_gauntlet_record,
+    failure_rates,
+    gauntlet_game,
+    summarise_gauntlet,
+    total,
+)
+from engine_ext.lab.paired import (
+    ARMS,
+    Arm,
+    PairedEstimate,
+    PairedSchedule,
+    PairedSprt,
+    Slot,
+    paired_rate_difference,
+    pentanomial,
+    pooled_estimate,
+    stratified_estimate,
+    unpaired_slots,
+)
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
 
@@ -115,13 +139,17 @@ def register(subparsers: Any) -> None:
                    "%(default)g); the lab's games end at the turn cap")
     p.add_argument("--concurrency", type=int, default=None,
                    help=f"games at a time (default: the usable cores, here {usable_cores()})")
+    p.add_argument("--cluster", metavar="tcp://HOST:8786",
+                   help="play the games on the workers of this Dask scheduler, each with its own referee and programs "
+                   "(pip install 'perspecto[cluster]'; docs/lab.md, \"The gauntlet on a cluster\")")
     p.add_argument("--referee", type=Path, metavar="PATH",
                    help=f"the referee stratego (default ${REFEREE_ENV}, else the build's judge/manager/stratego "
                    f"beside ${PROGRAMS_ENV})")
     p.add_argument("--records", type=Path, metavar="DIR",
                    help="where the games' records go (default records/gauntlet-DATE-TIME)")
     p.add_argument("--config", help="configuration directory (default $PERSPECTO_CONFIG_DIR or ./config)")
-    p.add_argument("--seed", type=int, default=None, help="--via lab: the setups' and engines' seed")
+    p.add_argument("--seed", type=int, default=None,
+                   help="--via lab: the setups' and engines' seed; a paired run (both routes): the slots' seeds")
     p.add_argument("--no-learn", action="store_true",
                    help="every game on its own; without it, as in a tournament, what each game showed of an "
                    "opponent's setup primes our next games against it (a memory of this run's, in DIR/state "
@@ -129,6 +157,22 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", type=Path, metavar="FILE", help="write the table as JSON here")
     p.add_argument("--report", type=Path, metavar="DIR",
                    help="play nothing: the table of the gauntlet records in DIR (with --profile naming our side)")
+    p.add_argument("--resume", type=Path, metavar="DIR",
+                   help="go on with the run whose records are in DIR: games with a record there are not played "
+                   "again (a paired run's plan, DIR/paired.json, gives every other option)")
+    paired = p.add_argument_group("a paired run (docs/lab.md, The acceptance rule)")
+    paired.add_argument("--baseline", metavar="REV_OR_PROFILE",
+                        help="play a baseline on the same slots as --profile (opponent, colour, our setup seed) and "
+                        "report the paired difference: a profile, or a git revision (checked out and bootstrapped "
+                        "in --baseline-dir, playing --profile as it was there, through the referee)")
+    paired.add_argument("--baseline-dir", type=Path, metavar="DIR",
+                        help=f"where revisions are checked out (default ${BASELINES_DIR_ENV}, else "
+                        "$XDG_CACHE_HOME/perspecto/baselines)")
+    paired.add_argument("--sprt", metavar="SPEC",
+                        help="stop at a verdict: 'd0=0 d1=5 alpha=0.05 beta=0.05', the paired difference in points "
+                        "of score per game under H0 and H1")
+    paired.add_argument("--max-slots", type=int, metavar="N",
+                        help="at most N slots (each played by both arms; default --games times the opponents)")
     p.add_argument("--log-level", default="warning", help="debug, info, warning or error (default %(default)s)")
     add_web_argument(p, "the games (their records, as they appear)")
     p.set_defaults(func=main)
@@ -137,8 +181,9 @@ def register(subparsers: Any) -> None:
 # --- what to play -----------------------------------------------------------------------------------------
 
 
-def resolve_opponents(names: Sequence[str], profiles: ProfileSet) -> list[Opponent]:
-    """Profiles by name (each must be ``engine = "ucc"``), or programs by path; none: every ucc-* profile."""
+def resolve_opponents(names: Sequence[str], profiles: ProfileSet, *, here: bool = True) -> list[Opponent]:
+    """Profiles by name (each must be ``engine = "ucc"``), or programs by path; none: every ucc-* profile.
+    ``here``: the programs must run on this machine (not with --cluster: each worker says what it runs)."""
     if not names:
         names = sorted(n for n in profiles.profiles if n.startswith(UCC_PREFIX))
         if not names:
@@ -167,7 +212,7 @@ def resolve_opponents(names: Sequence[str], profiles: ProfileSet) -> list[Oppone
             continue
         known = ", ".join(sorted(n for n, p in profiles.profiles.items() if p.engine == "ucc"))
         raise GauntletError(f"{name!r} is neither a profile nor a program's path (ucc profiles: {known})")
-    for opponent in out:
+    for opponent in out if here else ():
         try:
             opponent.params.argv()  # $PERSPECTO_UCC2012 set, the program there: say so now, not in every game
         except UccCommandError as exc:
@@ -401,18 +446,22 @@ def write_our_wrapper(path: Path, profile: str, move_time: float, config: str | 
 
 def referee_jobs(args: argparse.Namespace, opponents: list[Opponent], counts: dict[str, int], ours: str,
                  records: Path) -> list[GauntletJob]:
-    referee = find_referee(args.referee)
     work = records / "referee"
     work.mkdir(parents=True, exist_ok=True)
-    our_program = work / f"{ours}-ucc"
-    # This run's own memory, as a tournament's would start: never the user's state folder.
-    write_our_wrapper(our_program, ours, args.move_time, args.config,
-                      None if args.no_learn else records / "state")
-    programs = {o.name: program_path(o, work) for o in opponents}
+    referee: Path | None = None
+    our_program: Path | None = None
+    programs: dict[str, Path] = {}
+    if args.cluster is None:  # on a cluster each worker puts its own (bot/commands/gauntlet_cluster.py)
+        referee = find_referee(args.referee)
+        our_program = work / f"{ours}-ucc"
+        # This run's own memory, as a tournament's would start: never the user's state folder.
+        write_our_wrapper(our_program, ours, args.move_time, args.config,
+                          None if args.no_learn else records / "state")
+        programs = {o.name: program_path(o, work) for o in opponents}
     clock = Clock(args.move_time, args.max_turns, args.wall_time)
     return [GauntletJob(game_id=game_id(ours, o.name, index), ours=ours, opponent=o.name, slot=index,
                         our_side=slot_side(index), clock=clock, via="referee", work=work, referee=referee,
-                        our_program=our_program, opponent_program=programs[o.name])
+                        our_program=our_program, opponent_program=programs.get(o.name))
             for o, index in interleaved(opponents, counts)]
 
 
@@ -513,25 +562,37 @@ class SingleArmFeed:
         self.paths: list[Path] = []
 
     def next_job(self) -> GauntletJob | None:
-        item = next(self._order, None)
-        if item is None:
-            return None
-        opponent, slot = item
-        return self._make_job(opponent, slot, self.seen[opponent] if self._learn else ())
+        for opponent, slot in self._order:
+            job = self._make_job(opponent, slot, self.seen[opponent] if self._learn else ())
+            path = self._records / f"{job.game_id}.json"
+            if existing_score(path, job.ours) is None:
+                return job
+            self.paths.append(path)  # played before (--resume)
+            self._learn_from(job, GameRecord.load(path))
+        return None
 
     def done(self, outcome: GauntletOutcome) -> None:
         path = save_outcome(outcome, self._records, self._console)
         if path is None:
             return
         self.paths.append(path)
-        if self._learn and outcome.record is not None:
-            shown = shown_setup(outcome.record, outcome.job.ours)
+        if outcome.record is not None:
+            self._learn_from(outcome.job, outcome.record)
+
+    def _learn_from(self, job: GauntletJob, record: GameRecord) -> None:
+        if self._learn:
+            shown = shown_setup(record, job.ours)
             if shown is not None:
-                self.seen[outcome.job.opponent].append(shown)
+                self.seen[job.opponent].append(shown)
 
 
 def make_executor(args: argparse.Namespace, concurrency: int) -> Executor:
-    """Where the games are played: here, ``concurrency`` at a time."""
+    """Where the games are played: on the cluster's workers checked at the start (--cluster), else here,
+    ``concurrency`` at a time."""
+    if getattr(args, "cluster_workers", None) is not None:
+        from bot.commands.gauntlet_cluster import ClusterExecutor
+
+        return ClusterExecutor(args.cluster_workers)
     return local_executor(concurrency)
 
 
@@ -542,7 +603,8 @@ def play_single(args: argparse.Namespace, profiles: ProfileSet, opponents: list[
     make_job: Callable[[str, int, Sequence[tuple[str, str]]], GauntletJob]
     if args.via == "referee":
         jobs = {(j.opponent, j.slot): j for j in referee_jobs(args, opponents, counts, ours, records)}
-        console.print(f"{len(jobs)} games through the referee {next(iter(jobs.values())).referee} (-T "
+        referee = next(iter(jobs.values())).referee or "of each worker"
+        console.print(f"{len(jobs)} games through the referee {referee} (-T "
                       f"{args.move_time:g} -m {args.max_turns}), {concurrency} at a time, each stopped after "
                       f"{args.wall_time:g} s; records in {records}", highlight=False, soft_wrap=True)
 
@@ -586,7 +648,7 @@ def shown_setup(record: GameRecord, ours: str) -> tuple[str, str] | None:
 # --- the table ----------------------------------------------------------------------------------------------
 
 
-def analyse(paths: Sequence[Path], console: Console) -> list[GameAnalysis]:
+def analyse(paths: Sequence[Path], console: Console) -> list[AnalysedGame]:
     """Every record analysed; a game that ended at the setup (no moves, a forfeit) has nothing to replay and
     counts with its result alone; a record that cannot be read or replayed is named and left out."""
     out = []
@@ -594,11 +656,11 @@ def analyse(paths: Sequence[Path], console: Console) -> list[GameAnalysis]:
         try:
             record = GameRecord.load(path)
             if not record.moves and (record.result or {}).get("forfeits"):
-                out.append(GameAnalysis(game_id=record.game_id, players={Side.RED: record.red.name,
-                                                                          Side.BLUE: record.blue.name},
-                                        result=record.result, plies=0, fates=[], flags=[], chases=[]))
+                out.append(AnalysedGame(GameAnalysis(
+                    game_id=record.game_id, players={Side.RED: record.red.name, Side.BLUE: record.blue.name},
+                    result=record.result, plies=0, fates=[], flags=[], chases=[])))
             else:
-                out.append(analyse_record(record))
+                out.append(analyse_gauntlet_record(record))
         except (OSError, ValueError, KeyError, ReplayError) as exc:
             console.print(f"[red]{path}: left out: {exc}[/red]", highlight=False, soft_wrap=True)
     return out
@@ -638,6 +700,25 @@ def gauntlet_table(summaries: dict[str, OpponentSummary], ours: str) -> Table:
     return table
 
 
+def _rate(rate: Rate | None) -> str:
+    return "-" if rate is None else str(rate)
+
+
+def failures_table(summaries: dict[str, OpponentSummary], ours: str) -> Table:
+    """Every game's failures per 100 games with the 95 % interval (engine_ext/lab/gauntlet.py, FAILURES)."""
+    table = Table(title=f"{ours}: failures per 100 games [95 %], over all games")
+    table.add_column("opponent")
+    table.add_column("games")
+    for name, _once in FAILURES:
+        table.add_column(name, overflow="fold")
+    table.add_column("longest run taken in our half")
+    for summary in [*summaries.values(), total(summaries.values())]:
+        rates = failure_rates(summary.games)
+        table.add_row(summary.opponent, str(len(summary.games)), *(_rate(rates[name]) for name, _once in FAILURES),
+                      str(summary.longest_raid))
+    return table
+
+
 def report(paths: Sequence[Path], ours: str, console: Console, *, seconds: float | None = None,
            settings: dict[str, Any] | None = None, json_path: Path | None = None) -> int:
     games = analyse(paths, console)
@@ -646,6 +727,7 @@ def report(paths: Sequence[Path], ours: str, console: Console, *, seconds: float
         console.print(f"[red]no games of {ours!r} among the {len(paths)} records[/red]", highlight=False)
         return 1
     print_table(console, gauntlet_table(summaries, ours))
+    print_table(console, failures_table(summaries, ours))
     played = sum(len(s.games) for s in summaries.values())
     rate = None
     if seconds:
@@ -661,14 +743,469 @@ def report(paths: Sequence[Path], ours: str, console: Console, *, seconds: float
     return 0
 
 
+# --- a paired run: --baseline ------------------------------------------------------------------------------
+
+
+PLAN_FILE = "paired.json"
+PLAN_FORMAT = "perspecto-paired-gauntlet/1"
+BASELINES_DIR_ENV = "PERSPECTO_BASELINES"
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One arm of a paired run: its name in the records, the profile it plays, and for a baseline from a git
+    revision the commit and the worktree where that revision is checked out and bootstrapped."""
+
+    arm: Arm
+    name: str
+    profile: str
+    revision: str | None = None
+    worktree: Path | None = None
+
+    @property
+    def perspecto(self) -> list[str] | None:
+        """The Perspecto that plays it: None, this one; else the worktree's own."""
+        return None if self.worktree is None else [str(self.worktree / ".venv" / "bin" / "perspecto")]
+
+    def config(self, ours: str | None) -> str | None:
+        """Its configuration directory: ours, or the revision's own ``config/``."""
+        if self.worktree is None:
+            return ours
+        folder = self.worktree / "config"
+        return str(folder) if folder.is_dir() else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"arm": self.arm, "name": self.name, "profile": self.profile, "revision": self.revision,
+                "worktree": None if self.worktree is None else str(self.worktree)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ArmSpec:
+        worktree = data.get("worktree")
+        return cls(data["arm"], data["name"], data["profile"], data.get("revision"),
+                   None if worktree is None else Path(worktree))
+
+
+def default_baselines_dir() -> Path:
+    """Where revisions are checked out: $PERSPECTO_BASELINES, else $XDG_CACHE_HOME/perspecto/baselines (outside
+    the repository, so its worktrees never show in ``git status``)."""
+    if os.environ.get(BASELINES_DIR_ENV):
+        return Path(os.environ[BASELINES_DIR_ENV])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "perspecto" / "baselines"
+
+
+def git_commit(revision: str) -> str | None:
+    """The commit a revision names in the repository here, or None."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except OSError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+
+def resolve_baseline(spec: str, candidate: ArmSpec, profiles: ProfileSet) -> ArmSpec:
+    """``--baseline``: a profile of this configuration, else a git revision (its worktree made later)."""
+    if spec in profiles.profiles:
+        if profiles.profiles[spec].engine == "ucc":
+            raise GauntletError(f"--baseline {spec!r} is a UCC program's profile, not one of ours")
+        if spec == candidate.profile:
+            raise GauntletError(f"--baseline {spec!r} is the candidate's own profile: name another profile, or a git "
+                                "revision to play this profile as it was there")
+        return ArmSpec("baseline", spec, spec)
+    commit = git_commit(spec)
+    if commit is None:
+        raise GauntletError(f"--baseline {spec!r} is neither a profile (known: {', '.join(sorted(profiles.profiles))}) "
+                            "nor a git revision of this repository")
+    return ArmSpec("baseline", f"{candidate.profile}@{commit[:8]}", candidate.profile, commit)
+
+
+def prepare_worktree(arm: ArmSpec, folder: Path, console: Console) -> ArmSpec:
+    """The revision checked out in ``folder/SHA`` (``git worktree add --detach``) and bootstrapped there
+    (``scripts/bootstrap`` with PERSPECTO_VENV=its .venv: a fresh one fetches the dependencies and compiles
+    the engine, minutes); a worktree already bootstrapped is used as it is."""
+    assert arm.revision is not None
+    where = (folder / arm.revision).absolute()
+    perspecto = where / ".venv" / "bin" / "perspecto"
+    started = time.monotonic()
+    if not where.exists():
+        where.parent.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["git", "worktree", "add", "--detach", str(where), arm.revision], capture_output=True,
+                              text=True, timeout=300, check=False)
+        if done.returncode != 0:
+            raise GauntletError(f"git worktree add {where} {arm.revision[:8]} failed: {done.stderr.strip()[-500:]}")
+    head = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          timeout=30, check=False).stdout.strip()
+    if head != arm.revision:
+        raise GauntletError(f"{where} holds {head[:8] or 'no checkout'}, not {arm.revision[:8]}: remove it or give "
+                            "another --baseline-dir")
+    bootstrap = where / "scripts" / "bootstrap"
+    if bootstrap.is_file():
+        console.print(f"baseline {arm.revision[:8]}: bootstrapping {where} (scripts/bootstrap; a fresh worktree "
+                      "takes minutes)", highlight=False, soft_wrap=True)
+        env = {**os.environ, "PERSPECTO_VENV": str(where / ".venv")}
+        done = subprocess.run([str(bootstrap)], cwd=where, env=env, capture_output=True, text=True, timeout=3600,
+                              check=False)
+        if done.returncode != 0:
+            raise GauntletError(f"{bootstrap} failed ({done.returncode}): {done.stderr.strip()[-800:]}")
+    if not (perspecto.is_file() and os.access(perspecto, os.X_OK)):
+        raise GauntletError(f"the baseline's worktree {where} has no {perspecto} after its bootstrap")
+    console.print(f"baseline {arm.revision[:8]}: ready in {where} ({time.monotonic() - started:.0f} s)",
+                  highlight=False, soft_wrap=True)
+    return dataclasses.replace(arm, worktree=where)
+
+
+@dataclass(frozen=True)
+class PairedPlan:
+    """What a paired run plays, saved as ``DIR/paired.json`` before the first game: ``--resume DIR`` and
+    ``--report DIR`` read it and play (or replay) the same schedule."""
+
+    candidate: ArmSpec
+    baseline: ArmSpec
+    opponents: list[str]  # as given: profile names or programs' paths
+    seed: int
+    max_slots: int
+    sprt: str | None
+    via: str
+    move_time: float
+    max_turns: int
+    wall_time: float
+    no_learn: bool
+
+    def arm(self, arm: Arm) -> ArmSpec:
+        return self.candidate if arm == "candidate" else self.baseline
+
+    def save(self, folder: Path) -> None:
+        data = {"format": PLAN_FORMAT, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}}
+        data["candidate"], data["baseline"] = self.candidate.to_json(), self.baseline.to_json()
+        (folder / PLAN_FILE).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path) -> PairedPlan:
+        path = folder / PLAN_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("format") != PLAN_FORMAT:
+                raise GauntletError(f"{path}: not a paired gauntlet's plan ({data.get('format')!r})")
+            fields = {f.name for f in dataclasses.fields(cls)}
+            values = {k: v for k, v in data.items() if k in fields}
+            values["candidate"] = ArmSpec.from_json(values["candidate"])
+            values["baseline"] = ArmSpec.from_json(values["baseline"])
+            return cls(**values)
+        except OSError as exc:
+            raise GauntletError(f"{path}: {exc.strerror or exc} (is {folder} a paired gauntlet's records?)") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise GauntletError(f"{path}: unreadable: {exc}") from None
+
+    def schedule(self, opponents: Sequence[str]) -> PairedSchedule:
+        return PairedSchedule(list(opponents), self.max_slots,
+                              None if self.sprt is None else PairedSprt.parse(self.sprt))
+
+
+def record_score(record: GameRecord, ours: str) -> float | None:
+    """Our score in a record (1, 0.5, 0); None when ``ours`` is not a player of it."""
+    sides = [side for side, player in ((Side.RED, record.red), (Side.BLUE, record.blue)) if player.name == ours]
+    if len(sides) != 1:
+        return None
+    winner = (record.result or {}).get("winner")
+    return 0.5 if winner is None else (1.0 if Side.parse(winner) == sides[0] else 0.0)
+
+
+def existing_score(path: Path, ours: str) -> float | None:
+    """The score of a record already in the folder (None: none there, or not one that reads)."""
+    if not path.is_file():
+        return None
+    try:
+        return record_score(GameRecord.load(path), ours)
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+MakePairedJob = Callable[[ArmSpec, Slot, Sequence[tuple[str, str]]], GauntletJob]
+
+
+class PairedFeed:
+    """A paired run's games: the schedule's slots, each as two jobs next to each other (the candidate's first on
+    even slot numbers, the baseline's first on odd ones), so the two arms meet the same load. A job whose record
+    is already in the folder (``--resume``) is not played: its result goes to the schedule as it is."""
+
+    def __init__(self, plan: PairedPlan, schedule: PairedSchedule, make_job: MakePairedJob, records: Path,
+                 console: Console, *, learn: bool) -> None:
+        self.plan, self.schedule, self._make_job = plan, schedule, make_job
+        self._records, self._console, self._learn = records, console, learn
+        self._ready: list[GauntletJob] = []
+        self.seen: dict[tuple[Arm, str], list[tuple[str, str]]] = {}
+        self.resumed = 0
+
+    def next_job(self) -> GauntletJob | None:
+        while not self._ready:
+            slot = self.schedule.next_slot()
+            if slot is None:
+                return None
+            for arm in ARMS if slot.number % 2 == 0 else ARMS[::-1]:
+                spec = self.plan.arm(arm)
+                job = self._make_job(spec, slot, self.seen.get((arm, slot.opponent), []) if self._learn else ())
+                path = self._records / f"{job.game_id}.json"
+                score = existing_score(path, job.ours)
+                if score is None:
+                    self._ready.append(job)
+                else:
+                    self.resumed += 1
+                    self._learn_from(job, path)
+                    self.schedule.record(slot.opponent, slot.number, arm, score)
+        return self._ready.pop(0)
+
+    def _learn_from(self, job: GauntletJob, path: Path) -> None:
+        if self._learn:
+            shown = shown_setup(GameRecord.load(path), job.ours)
+            if shown is not None:
+                self.seen.setdefault((cast(Arm, job.arm), job.opponent), []).append(shown)
+
+    def done(self, outcome: GauntletOutcome) -> None:
+        job = outcome.job
+        path = save_outcome(outcome, self._records, self._console)
+        score = None if outcome.record is None else record_score(outcome.record, job.ours)
+        if path is not None:
+            self._learn_from(job, path)
+        self.schedule.record(job.opponent, job.slot, cast(Arm, job.arm), score)
+
+
+def paired_jobs(args: argparse.Namespace, plan: PairedPlan, profiles: ProfileSet, opponents: list[Opponent],
+                records: Path) -> MakePairedJob:
+    """How a paired run makes each slot's job on its route; the referee's route writes each arm's wrapper
+    (the baseline revision's with its own ``perspecto ucc``) and the opponents' programs first."""
+    clock = Clock(plan.move_time, plan.max_turns, plan.wall_time)
+    by_name = {o.name: o for o in opponents}
+    if plan.via == "lab":
+        games = lab_games(args, opponents, {plan.candidate.name: profiles.get(plan.candidate.profile),
+                                            plan.baseline.name: profiles.get(plan.baseline.profile)}, records)
+
+        def make_lab_job(arm: ArmSpec, slot: Slot, seen: Sequence[tuple[str, str]]) -> GauntletJob:
+            return lab_job(games, arm.name, slot.opponent, slot.number, clock, arm=arm.arm,
+                           setup_seed=slot_seed(plan.seed, slot.opponent, slot.number), seen=seen)
+        return make_lab_job
+    referee = find_referee(args.referee)
+    work = records / "referee"
+    work.mkdir(parents=True, exist_ok=True)
+    wrappers: dict[Arm, Path] = {}
+    for arm in ARMS:
+        spec = plan.arm(arm)
+        wrappers[arm] = work / f"{spec.name}-ucc"
+        write_our_wrapper(wrappers[arm], spec.profile, plan.move_time, spec.config(args.config),
+                          None if plan.no_learn else records / f"state-{arm}", command=spec.perspecto)
+    programs = {o.name: program_path(o, work) for o in opponents}
+
+    def make_referee_job(arm: ArmSpec, slot: Slot, _seen: Sequence[tuple[str, str]]) -> GauntletJob:
+        return GauntletJob(game_id=paired_game_id(arm.name, slot.opponent, slot.number), ours=arm.name,
+                           opponent=by_name[slot.opponent].name, slot=slot.number, our_side=slot_side(slot.number),
+                           clock=clock, via="referee", work=work, arm=arm.arm,
+                           setup_seed=slot_seed(plan.seed, slot.opponent, slot.number), program_seed=None,
+                           referee=referee, our_program=wrappers[arm.arm], opponent_program=programs[slot.opponent])
+    return make_referee_job
+
+
+def new_plan(args: argparse.Namespace, profiles: ProfileSet, opponents: list[Opponent],
+             console: Console) -> PairedPlan:
+    candidate = ArmSpec("candidate", args.profile, args.profile)
+    baseline = resolve_baseline(args.baseline, candidate, profiles)
+    if baseline.revision is not None:
+        if args.via == "lab":
+            raise GauntletError("--via lab plays profiles of this Perspecto only: a revision's baseline plays "
+                                "through the referee (its own perspecto ucc)")
+        baseline = prepare_worktree(baseline, args.baseline_dir or default_baselines_dir(), console)
+    if args.sprt is not None:
+        PairedSprt.parse(args.sprt)  # a bad --sprt is an error before anything is played
+    max_slots = args.max_slots if args.max_slots is not None else args.games * len(opponents)
+    if max_slots < 1:
+        raise GauntletError(f"--max-slots must be at least 1, not {max_slots}")
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little") >> 1
+    return PairedPlan(candidate, baseline, list(args.opponents) or [o.name for o in opponents], seed, max_slots,
+                      args.sprt, args.via, args.move_time, args.max_turns, args.wall_time, args.no_learn)
+
+
+def play_paired(args: argparse.Namespace, plan: PairedPlan, profiles: ProfileSet, opponents: list[Opponent],
+                records: Path, concurrency: int, console: Console) -> PairedSchedule:
+    schedule = plan.schedule([o.name for o in opponents])
+    make_job = paired_jobs(args, plan, profiles, opponents, records)
+    feed = PairedFeed(plan, schedule, make_job, records, console, learn=plan.via == "lab" and not plan.no_learn)
+    console.print(f"paired: {plan.candidate.name} (candidate) and {plan.baseline.name} (baseline) on the same slots, "
+                  f"at most {plan.max_slots} slots, {'SPRT ' + str(schedule.sprt) if schedule.sprt else 'no SPRT'}; "
+                  f"via {plan.via}, -T {plan.move_time:g} -m {plan.max_turns}, {concurrency} at a time, seed "
+                  f"{plan.seed}; records in {records}", highlight=False, soft_wrap=True)
+    with make_executor(args, concurrency) as executor:
+        run_jobs(feed, executor, concurrency)
+    if feed.resumed:
+        console.print(f"{feed.resumed} games taken from the records already there", highlight=False)
+    return schedule
+
+
+def replay_schedule(plan: PairedPlan, opponents: Sequence[str], records: Path) -> PairedSchedule:
+    """The schedule a paired run played, again from its records (a game without a record: failed)."""
+    schedule = plan.schedule(opponents)
+    while (slot := schedule.next_slot()) is not None:
+        for arm in ARMS:
+            spec = plan.arm(arm)
+            path = records / f"{paired_game_id(spec.name, slot.opponent, slot.number)}.json"
+            schedule.record(slot.opponent, slot.number, arm, existing_score(path, spec.name))
+    return schedule
+
+
+def opponent_labels(plan: PairedPlan) -> list[str]:
+    """The opponents' names in the records (a program's path gives its file's name, as ``resolve_opponents``)."""
+    return [name if os.sep not in name else Path(name).name.removesuffix(".py") for name in plan.opponents]
+
+
+def _points(value: float) -> str:
+    return f"{100 * value:+.1f}"
+
+
+def _difference(estimate: PairedEstimate | None) -> str:
+    if estimate is None:
+        return "-"
+    return f"{_points(estimate.mean)} [{_points(estimate.low)}, {_points(estimate.high)}]"
+
+
+def _mean_score(scores: Sequence[float]) -> str:
+    return f"{100 * sum(scores) / len(scores):.0f} %" if scores else "-"
+
+
+def paired_table(plan: PairedPlan, schedule: PairedSchedule) -> tuple[Table, dict[str, Any]]:
+    strata = schedule.strata()
+    cand, base = schedule.arm_scores("candidate"), schedule.arm_scores("baseline")
+    table = Table(title=f"paired: {plan.candidate.name} - {plan.baseline.name}, points of score per game [95 %]")
+    for column in ("opponent", "slots", "pairs", f"{plan.candidate.name}", f"{plan.baseline.name}",
+                   "pairs -1 / -½ / 0 / +½ / +1", "difference [95 %]"):
+        table.add_column(column, overflow="fold")
+    rows: list[dict[str, Any]] = []
+    for name, differences in strata.items():
+        estimate = pooled_estimate(differences)
+        counts = pentanomial(differences).counts
+        table.add_row(name, str(schedule.allocated[name]), str(len(differences)), _mean_score(cand[name]),
+                      _mean_score(base[name]), " / ".join(map(str, counts)), _difference(estimate))
+        rows.append({"opponent": name, "slots": schedule.allocated[name], "pairs": len(differences),
+                     "candidate_score": sum(cand[name]) / len(cand[name]) if cand[name] else None,
+                     "baseline_score": sum(base[name]) / len(base[name]) if base[name] else None,
+                     "pentanomial": list(counts), "difference": None if estimate is None else estimate.to_json()})
+    everything = [d for ds in strata.values() for d in ds]
+    stratified, pooled = stratified_estimate(strata), pooled_estimate(everything)
+    all_cand = [s for ss in cand.values() for s in ss]
+    all_base = [s for ss in base.values() for s in ss]
+    table.add_row("all: opponents weighed equally", str(schedule.slots), str(len(everything)), _mean_score(all_cand),
+                  _mean_score(all_base), " / ".join(map(str, pentanomial(everything).counts)), _difference(stratified))
+    table.add_row("all: pooled by slots", "", "", "", "", "", _difference(pooled))
+    data = {"opponents": rows, "stratified": None if stratified is None else stratified.to_json(),
+            "pooled": None if pooled is None else pooled.to_json(), "pairs": len(everything)}
+    return table, data
+
+
+def paired_failures_table(plan: PairedPlan, schedule: PairedSchedule,
+                          games: dict[tuple[Arm, str, int], GauntletGame]) -> tuple[Table, dict[str, Any]]:
+    """Failures per 100 games of each arm (all its games with a record) and their paired difference (complete
+    pairs)."""
+    by_arm = {arm: [g for (a, _o, _n), g in games.items() if a == arm] for arm in ARMS}
+    rates = {arm: failure_rates(by_arm[arm]) for arm in ARMS}
+    pairs = [(games[("candidate", o, n)], games[("baseline", o, n)])
+             for (a, o, n) in games if a == "candidate" and ("baseline", o, n) in games]
+    table = Table(title="failures per 100 games [95 %], over all games")
+    for column in ("failure", f"{plan.candidate.name} ({len(by_arm['candidate'])} games)",
+                   f"{plan.baseline.name} ({len(by_arm['baseline'])} games)", f"difference ({len(pairs)} pairs)"):
+        table.add_column(column, overflow="fold")
+    data: dict[str, Any] = {}
+    for name, _once in FAILURES:
+        difference = paired_rate_difference([c.failures[name] - b.failures[name] for c, b in pairs])
+        diff_text = "-" if difference is None else (f"{difference.per_100:+.1f} [{difference.low:+.1f}, "
+                                                    f"{difference.high:+.1f}]")
+        table.add_row(name, _rate(rates["candidate"][name]), _rate(rates["baseline"][name]), diff_text)
+        data[name] = {arm: None if (rate := rates[arm][name]) is None else rate.to_json() for arm in ARMS}
+        data[name]["difference"] = None if difference is None else difference.to_json()
+    runs = {arm: max((g.longest_raid for g in by_arm[arm]), default=0) for arm in ARMS}
+    table.add_row("longest run taken in our half", str(runs["candidate"]), str(runs["baseline"]), "")
+    data["longest_run_taken_in_our_half"] = runs
+    return table, data
+
+
+def paired_report(plan: PairedPlan, records: Path, console: Console, *, seconds: float | None = None,
+                  json_path: Path | None = None, interrupted: bool = False) -> int:
+    """The paired verdict from the records in ``records`` (the schedule played again from them)."""
+    labels = opponent_labels(plan)
+    schedule = replay_schedule(plan, labels, records)
+    games: dict[tuple[Arm, str, int], GauntletGame] = {}
+    for arm in ARMS:
+        spec = plan.arm(arm)
+        for round_ in schedule.rounds:
+            for slot in round_:
+                path = records / f"{paired_game_id(spec.name, slot.opponent, slot.number)}.json"
+                if path.is_file():
+                    for analysed in analyse([path], console):
+                        game = gauntlet_game(analysed, spec.name)
+                        if game is not None:
+                            games[(arm, slot.opponent, slot.number)] = game
+    if not games:
+        console.print(f"[red]no games of {plan.candidate.name!r} or {plan.baseline.name!r} in {records}[/red]",
+                      highlight=False)
+        return 1
+    table, verdict = paired_table(plan, schedule)
+    print_table(console, table)
+    failures, failure_data = paired_failures_table(plan, schedule, games)
+    print_table(console, failures)
+    strata = schedule.strata()
+    stratified = stratified_estimate(strata)
+    sprt_data: dict[str, Any] | None = None
+    if schedule.sprt is not None:
+        sprt = schedule.sprt
+        everything = [d for ds in strata.values() for d in ds]
+        llr = sprt.llr(stratified)
+        pooled_llr = sprt.pooled_llr(everything)
+        decided = (f"{schedule.verdict} accepted after {schedule.decided_at} pairs" if schedule.verdict else
+                   "no verdict")
+        console.print(f"SPRT {sprt} (stratified normal GSPRT, bounds [{sprt.spec.lower:.2f}, {sprt.spec.upper:.2f}]): "
+                      f"{decided}; LLR now {llr:.2f} on {len(everything)} pairs (pooled pentanomial LLR "
+                      f"{pooled_llr:.2f})", highlight=False, soft_wrap=True)
+        sprt_data = {"spec": str(sprt), "lower": sprt.spec.lower, "upper": sprt.spec.upper,
+                     "verdict": schedule.verdict, "decided_at_pairs": schedule.decided_at, "llr": llr,
+                     "pooled_pentanomial_llr": pooled_llr}
+    unpaired = unpaired_slots(schedule.arm_scores("candidate"), schedule.arm_scores("baseline"), strata)
+    if unpaired is not None and stratified is not None:
+        console.print(f"an unpaired run (each arm its own games, the same allocation) would need about "
+                      f"{unpaired:.0f} slots for this interval's width ({unpaired / stratified.pairs:.2f} times "
+                      f"the {stratified.pairs} pairs)", highlight=False, soft_wrap=True)
+    played = len(games)
+    if seconds:
+        console.print(f"{played} games in the records; this run took {seconds / 60:.1f} min", highlight=False)
+    if json_path is not None:
+        data = {"plan": {**{f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)},
+                         "candidate": plan.candidate.to_json(), "baseline": plan.baseline.to_json()},
+                "seconds": seconds, "interrupted": interrupted, "games": played, **verdict, "sprt": sprt_data,
+                "unpaired_slots_for_the_same_width": unpaired, "failures_per_100": failure_data}
+        json_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     from bot.logging_setup import configure_logging
 
     configure_logging(args.log_level)
     console = Console() if Console().is_terminal else Console(width=WIDE)
-    if args.report is not None:
-        paths = sorted(args.report.glob("*.json"))
-        return report(paths, args.profile, console, json_path=args.json)
+    try:
+        if args.report is not None:
+            if (args.report / PLAN_FILE).is_file():
+                return paired_report(PairedPlan.load(args.report), args.report, console, json_path=args.json)
+            return report(sorted(args.report.glob("*.json")), args.profile, console, json_path=args.json)
+        plan = None
+        if args.resume is not None:
+            if not args.resume.is_dir():
+                raise GauntletError(f"--resume {args.resume}: no such folder")
+            if args.records is not None and args.records.resolve() != args.resume.resolve():
+                raise GauntletError("--resume DIR plays into DIR: give no other --records")
+            args.records = args.resume
+            if (args.resume / PLAN_FILE).is_file():  # a paired run: everything as it was planned
+                plan = PairedPlan.load(args.resume)
+                args.opponents, args.profile, args.via = plan.opponents, plan.candidate.profile, plan.via
+                args.move_time, args.max_turns, args.wall_time = plan.move_time, plan.max_turns, plan.wall_time
+                args.no_learn, args.seed = plan.no_learn, plan.seed
+    except GauntletError as exc:
+        console.print(f"[red]{exc}[/red]", highlight=False, soft_wrap=True)
+        return 2
     _settings, profiles = load_configuration(args.config)
     try:
         if args.profile not in profiles.profiles:
@@ -679,15 +1216,34 @@ def main(args: argparse.Namespace) -> int:
         concurrency = args.concurrency if args.concurrency is not None else usable_cores()
         if concurrency < 1:
             raise GauntletError(f"--concurrency must be at least 1, not {concurrency}")
-        opponents = resolve_opponents(args.opponents, profiles)
+        if args.cluster is not None and args.concurrency is not None:
+            raise GauntletError("--concurrency is this machine's: a cluster plays as many games as its workers' "
+                                "threads")
+        if args.cluster is not None and (args.baseline is not None or plan is not None):
+            raise GauntletError("--cluster plays a single-arm run: a paired run's baseline is a worktree of this "
+                                "machine's, which the workers do not have")
+        opponents = resolve_opponents(args.opponents, profiles, here=args.cluster is None)
         counts = games_per_opponent(opponents, args.games, args.games_against)
-        if args.via == "referee":
+        if args.via == "referee" and args.cluster is None:
             find_referee(args.referee)
-    except GauntletError as exc:
+        if plan is None and (args.sprt is not None or args.max_slots is not None) and args.baseline is None:
+            raise GauntletError("--sprt and --max-slots are for a paired run: give --baseline")
+        if plan is None and args.baseline is not None:
+            if args.games_against:
+                raise GauntletError("--games-against is for a single-arm run: a paired run's slots follow the "
+                                    "allocation (docs/lab.md, The acceptance rule)")
+            plan = new_plan(args, profiles, opponents, console)
+        elif plan is not None and plan.baseline.revision is not None and plan.baseline.worktree is not None:
+            if not (plan.baseline.worktree / ".venv" / "bin" / "perspecto").is_file():
+                raise GauntletError(f"the baseline's worktree {plan.baseline.worktree} is gone: run the gauntlet "
+                                    "afresh")
+    except ValueError as exc:  # GauntletError, and a bad --sprt
         console.print(f"[red]{exc}[/red]", highlight=False, soft_wrap=True)
         return 2
     records = args.records or Path("records") / f"gauntlet-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
     records.mkdir(parents=True, exist_ok=True)
+    if plan is not None and args.resume is None:
+        plan.save(records)
     web: LabWeb | None = None
     if args.web is not None:
         web = LabWeb(args.web, records)
@@ -698,27 +1254,57 @@ def main(args: argparse.Namespace) -> int:
             return 1
     config = str(config_dir(args.config).resolve()) if config_dir(args.config).is_dir() else None
     args.config = config
+    args.cluster_workers = None
+    stops: tuple[type[Exception], ...] = ()  # what ends a run on the cluster (none here: an empty except)
+    cluster_code = 0
+    if args.cluster is not None:
+        from bot.commands.gauntlet_cluster import ClusterError, Tools, cluster_stopped, connect_cluster
+
+        stops = (ClusterError,)
+        args.cluster_workers = connect_cluster(args, opponents, records, console,
+                                               Tools(find_referee, program_path, write_our_wrapper))
+        if args.cluster_workers is None:
+            if web is not None:
+                web.stop()
+            return 2
+        concurrency = args.cluster_workers.threads
     started = time.monotonic()
     interrupted = False
+    paths: list[Path] = []
     try:
-        paths = play_single(args, profiles, opponents, counts, args.profile, records, concurrency, console)
+        if plan is not None:
+            play_paired(args, plan, profiles, opponents, records, concurrency, console)
+        else:
+            paths = play_single(args, profiles, opponents, counts, args.profile, records, concurrency, console)
     except KeyboardInterrupt:
         interrupted = True
         console.print("[yellow]interrupted: the games finished so far[/yellow]")
-        paths = sorted(records.glob("*.json"))
+        paths = sorted(p for p in records.glob("*.json") if p.name != PLAN_FILE)
     except (GauntletError, RefereeError) as exc:
         console.print(f"[red]{exc}[/red]", highlight=False, soft_wrap=True)
         return 2
+    except stops as exc:  # the scheduler went away, a game failed on the cluster: the finished games are saved
+        interrupted, cluster_code = True, cluster_stopped(exc, records, console)
+        paths = sorted(p for p in records.glob("*.json") if p.name != PLAN_FILE)
+    finally:
+        if args.cluster_workers is not None:
+            args.cluster_workers.close()
     seconds = time.monotonic() - started
-    run_settings = {"via": args.via, "profile": args.profile, "opponents": [o.name for o in opponents],
-                    "games": counts, "move_time": args.move_time, "max_turns": args.max_turns,
-                    "wall_time": args.wall_time, "concurrency": concurrency, "records": str(records),
-                    "interrupted": interrupted}
-    code = report(paths, args.profile, console, seconds=seconds, settings=run_settings, json_path=args.json)
-    console.print(f"records: {records}  (perspecto replay {paths[-1] if paths else records}; "
-                  f"perspecto gauntlet --report {records})", highlight=False, soft_wrap=True)
+    if plan is not None:
+        code = paired_report(plan, records, console, seconds=seconds, json_path=args.json, interrupted=interrupted)
+        console.print(f"records: {records}  (perspecto gauntlet --report {records}; perspecto gauntlet --resume "
+                      f"{records})", highlight=False, soft_wrap=True)
+    else:
+        run_settings = {"via": args.via, "profile": args.profile, "opponents": [o.name for o in opponents],
+                        "games": counts, "move_time": args.move_time, "max_turns": args.max_turns,
+                        "wall_time": args.wall_time, "concurrency": concurrency, "cluster": args.cluster,
+                        "records": str(records),
+                        "interrupted": interrupted}
+        code = report(paths, args.profile, console, seconds=seconds, settings=run_settings, json_path=args.json)
+        console.print(f"records: {records}  (perspecto replay {paths[-1] if paths else records}; "
+                      f"perspecto gauntlet --report {records})", highlight=False, soft_wrap=True)
     if web is not None:
         if not interrupted:
             web.wait_for_stop(console)
         web.stop()
-    return 130 if interrupted else code
+    return cluster_code or (130 if interrupted else code)
