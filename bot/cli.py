@@ -47,6 +47,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("replay", "bot.commands.replay", "show a saved game move by move"),
     Command("results", "bot.commands.results", "the bot's results per opponent, from its opponent store"),
     Command("analyse", "bot.commands.analyse", "causes of loss and chases, counted from game records"),
+    Command("suite", "bot.commands.suite", "positions from our lost games: what the engine must or must not play"),
     Command("ucc", "bot.commands.ucc", "play one game under the UCC 2012 Stratego manager (stdin/stdout)"),
     Command("gauntlet", "bot.commands.gauntlet",
             "one engine against UCC programs at a tournament clock: W/D/L, score interval, causes of loss"),
