@@ -520,16 +520,12 @@ def lab_job(games: LabGames, ours: str, opponent: str, slot: int, clock: Clock, 
     our_side = slot_side(slot)
     red_setup, blue_setup = games.source.pair(0, setup_seed)
     a = dataclasses.replace(games.players[ours], opponent_seen=tuple(seen))
-    gid = game_id(ours, opponent, slot) if not arm else paired_game_id(arm, opponent, slot)
+    gid = game_id(ours, opponent, slot)
     lab = GameJob(match=gid, index=0 if our_side == Side.RED else 1, pair=slot, a=a, b=games.players[opponent],
                   a_side=our_side, red_setup=red_setup.key, blue_setup=blue_setup.key, red_seed=setup_seed,
                   blue_seed=setup_seed, limits=Limits(), rules=games.rules, records=None, seed=games.seed)
     return GauntletJob(game_id=gid, ours=ours, opponent=opponent, slot=slot, our_side=our_side, clock=clock,
                        via="lab", work=games.records, arm=arm, setup_seed=setup_seed, lab=lab)
-
-
-def paired_game_id(arm: str, opponent: str, slot: int) -> str:
-    return f"{arm}-vs-{opponent}-{slot:05d}"
 
 
 # --- a single-arm run ------------------------------------------------------------------------------------
@@ -996,7 +992,7 @@ def paired_jobs(args: argparse.Namespace, plan: PairedPlan, profiles: ProfileSet
     programs = {o.name: program_path(o, work) for o in opponents}
 
     def make_referee_job(arm: ArmSpec, slot: Slot, _seen: Sequence[tuple[str, str]]) -> GauntletJob:
-        return GauntletJob(game_id=paired_game_id(arm.name, slot.opponent, slot.number), ours=arm.name,
+        return GauntletJob(game_id=game_id(arm.name, slot.opponent, slot.number), ours=arm.name,
                            opponent=by_name[slot.opponent].name, slot=slot.number, our_side=slot_side(slot.number),
                            clock=clock, via="referee", work=work, arm=arm.arm,
                            setup_seed=slot_seed(plan.seed, slot.opponent, slot.number), program_seed=None,
@@ -1045,7 +1041,7 @@ def replay_schedule(plan: PairedPlan, opponents: Sequence[str], records: Path) -
     while (slot := schedule.next_slot()) is not None:
         for arm in ARMS:
             spec = plan.arm(arm)
-            path = records / f"{paired_game_id(spec.name, slot.opponent, slot.number)}.json"
+            path = records / f"{game_id(spec.name, slot.opponent, slot.number)}.json"
             schedule.record(slot.opponent, slot.number, arm, existing_score(path, spec.name))
     return schedule
 
@@ -1134,7 +1130,7 @@ def paired_report(plan: PairedPlan, records: Path, console: Console, *, seconds:
         spec = plan.arm(arm)
         for round_ in schedule.rounds:
             for slot in round_:
-                path = records / f"{paired_game_id(spec.name, slot.opponent, slot.number)}.json"
+                path = records / f"{game_id(spec.name, slot.opponent, slot.number)}.json"
                 if path.is_file():
                     for analysed in analyse([path], console):
                         game = gauntlet_game(analysed, spec.name)
@@ -1154,11 +1150,11 @@ def paired_report(plan: PairedPlan, records: Path, console: Console, *, seconds:
     if schedule.sprt is not None:
         sprt = schedule.sprt
         everything = [d for ds in strata.values() for d in ds]
-        llr = sprt.llr(stratified)
+        llr = sprt.llr(strata)
         pooled_llr = sprt.pooled_llr(everything)
         decided = (f"{schedule.verdict} accepted after {schedule.decided_at} pairs" if schedule.verdict else
                    "no verdict")
-        console.print(f"SPRT {sprt} (stratified normal GSPRT, bounds [{sprt.spec.lower:.2f}, {sprt.spec.upper:.2f}]): "
+        console.print(f"SPRT {sprt} (stratified GSPRT, bounds [{sprt.spec.lower:.2f}, {sprt.spec.upper:.2f}]): "
                       f"{decided}; LLR now {llr:.2f} on {len(everything)} pairs (pooled pentanomial LLR "
                       f"{pooled_llr:.2f})", highlight=False, soft_wrap=True)
         sprt_data = {"spec": str(sprt), "lower": sprt.spec.lower, "upper": sprt.spec.upper,

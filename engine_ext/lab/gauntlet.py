@@ -242,7 +242,7 @@ def rate_per_100(values: Sequence[int], *, once: bool, confidence: float = 0.95)
             raise ValueError(f"a failure that happens once a game counts 0 or 1, got {sorted(set(values))}")
         interval = score_interval(Trinomial(wins=events, draws=0, losses=n - events), confidence)
         assert interval is not None
-        return Rate(100 * mean, 100 * interval.low, 100 * interval.high, n, events)
+        return Rate(100 * mean, 100 * min(interval.low, mean), 100 * max(interval.high, mean), n, events)
     if events == 0:
         return Rate(0.0, 0.0, 100 * -math.log((1 - confidence) / 2) / n, n, 0)
     variance = max(sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0, mean)

@@ -11,9 +11,9 @@ The estimate (``stratified_estimate``) is stratified by opponent: each opponent'
 combined with equal weight per opponent, its variance Σ s_i² / n_i / K². Equal weight, not weight by slots:
 the gauntlet stands for a tournament where every opponent counts once, and the slots an opponent gets follow
 the allocation below (they go where results vary), so a weight by slots would make the figure measure the
-allocation. A stratum's variance ``stratum_variance`` is its pairs' sample variance with a prior of
-``PRIOR_PAIRS`` pseudo-pair of variance ``PRIOR_VARIANCE`` mixed in: an opponent whose few pairs all agree
-(both arms beat it every time) does not claim a spread of zero.
+allocation. A stratum's variance ``stratum_variance`` is its pairs' sample variance, lifted where it is
+smaller than the same with a prior of ``PRIOR_PAIRS`` pseudo-pair of variance ``PRIOR_VARIANCE`` mixed in: an
+opponent whose few pairs all agree (both arms beat it every time) does not claim a spread of zero.
 
 The allocation (``allocate``, Neyman's for a stratified mean of equal weights): an opponent's share of all
 slots is proportional to the standard deviation of its paired differences, estimated with that prior and
@@ -25,12 +25,18 @@ ever starved. The allocation depends on the spreads only, not on the means, and 
 opponents equally whatever their counts: it stays unbiased under the allocation.
 
 The sequential test (``PairedSprt``) has its hypotheses in points of score per game, d0 and d1 (the paired
-difference in percent: ``d0=0 d1=5``). Its log-likelihood ratio is the generalized one of a normal mean
-with the stratified estimate's variance, (δ1 - δ0)(2·D - δ0 - δ1) / (2·V) (fishtest's ``LLR_alt``, the
-stratified D and V in place of the pooled ones), stopped at Wald's bounds ln(β/(1-α)), ln((1-β)/α). The
-pooled pentanomial GSPRT of ``sprt.llr_pentanomial`` on the same pairs (d0, d1 as pair scores
-0.5 + d/200) is reported beside it: it assumes one distribution for every pair, which a stratified schedule
-does not give. The schedule checks the test when a round of slots is complete, so where it stops depends on
+difference in percent: ``d0=0 d1=5``), stopped at Wald's bounds ln(β/(1-α)), ln((1-β)/α). Its
+log-likelihood ratio is fishtest's ``LLR_alt`` (N/2 · ln(r0 / r1), r_h = v + (m - δh)², the generalized
+ratio of the nearest distributions in its closed approximation) taken stratum by stratum: under hypothesis h
+the opponents' means move from their sample means m_i by shares of δh - D proportional to their variances of
+the mean v_i / n_i (the maximum-likelihood split of a shift of an equal-weight mean), and the ratio is
+Σ_i n_i/2 · ln((v_i + s_i0²) / (v_i + s_i1²)) with s_ih = K (δh - D) (v_i / n_i) / Σ_j (v_j / n_j), v_i the
+stratified variance above. For one opponent it is ``LLR_alt`` on the pairs. Near D it is the normal ratio
+(δ1 - δ0)(2D - δ0 - δ1) / (2V) with the stratified V; where a sample has little spread the (m - δ)² term
+keeps it from claiming what the plain normal ratio would (four swept pairs are no proof of +20 points). The
+pooled pentanomial GSPRT of ``sprt.llr_pentanomial`` on the same pairs (d0, d1 as pair scores 0.5 + d/200)
+is reported beside it: it assumes one distribution for every pair, which a stratified schedule does not
+give. The schedule checks the test when a round of slots is complete, so where it stops depends on
 the results alone, not on the order games finish in.
 """
 
@@ -70,14 +76,17 @@ def pentanomial(differences: Sequence[float]) -> Pentanomial:
 
 
 def stratum_variance(differences: Sequence[float]) -> float:
-    """An opponent's variance of a paired difference: the sample's, with the prior mixed in
-    ((Σ (d - mean)² + PRIOR_PAIRS · PRIOR_VARIANCE) / (n - 1 + PRIOR_PAIRS)); the prior alone for no pairs."""
+    """An opponent's variance of a paired difference: the sample's (n - 1 in the denominator), or, where that is
+    smaller, the sample's with the prior mixed in ((Σ (d - mean)² + PRIOR_PAIRS · PRIOR_VARIANCE) /
+    (n - 1 + PRIOR_PAIRS)): the prior lifts a sample without spread and never narrows one with it. The prior
+    alone for no pairs."""
     n = len(differences)
     if n == 0:
         return PRIOR_VARIANCE
     mean = sum(differences) / n
     squares = sum((d - mean) ** 2 for d in differences)
-    return (squares + PRIOR_PAIRS * PRIOR_VARIANCE) / (n - 1 + PRIOR_PAIRS)
+    smoothed = (squares + PRIOR_PAIRS * PRIOR_VARIANCE) / (n - 1 + PRIOR_PAIRS)
+    return max(smoothed, squares / (n - 1)) if n > 1 else smoothed
 
 
 @dataclass(frozen=True)
@@ -202,12 +211,24 @@ class PairedSprt:
         return SprtSpec(score_to_elo(0.5 + self.d0 / 200.0), score_to_elo(0.5 + self.d1 / 200.0),
                         self.alpha, self.beta)
 
-    def llr(self, estimate: PairedEstimate | None) -> float:
-        """The stratified normal GSPRT's log-likelihood ratio; 0 for no pairs."""
-        if estimate is None or estimate.se == 0.0:
+    def llr(self, strata: Mapping[str, Sequence[float]]) -> float:
+        """The stratified GSPRT's log-likelihood ratio (the module docstring); 0 for no pairs."""
+        played = {name: d for name, d in strata.items() if d}
+        estimate = stratified_estimate(played)
+        if estimate is None:
             return 0.0
-        delta0, delta1 = self.d0 / 100.0, self.d1 / 100.0
-        return (delta1 - delta0) * (2.0 * estimate.mean - delta0 - delta1) / (2.0 * estimate.se**2)
+        k = len(played)
+        variances = {name: stratum_variance(d) for name, d in played.items()}
+        spread = {name: variances[name] / len(d) for name, d in played.items()}
+        total = sum(spread.values())
+        out = 0.0
+        for name, d in played.items():
+            weight = k * spread[name] / total  # the share of a shift of the mean this opponent's mean takes
+            shift0 = (self.d0 / 100.0 - estimate.mean) * weight
+            shift1 = (self.d1 / 100.0 - estimate.mean) * weight
+            v = variances[name]
+            out += len(d) / 2.0 * math.log((v + shift0 * shift0) / (v + shift1 * shift1))
+        return out
 
     def pooled_llr(self, differences: Sequence[float]) -> float:
         return llr_pentanomial(pentanomial(differences), self.spec)
@@ -335,7 +356,7 @@ class PairedSchedule:
             self.checked_rounds += 1
             if self.sprt is not None and self.verdict is None:
                 strata = self.strata(self.checked_rounds)
-                self.llr = self.sprt.llr(stratified_estimate(strata))
+                self.llr = self.sprt.llr(strata)
                 self.verdict = self.sprt.verdict(self.llr)
                 if self.verdict is not None:
                     self.decided_at = sum(len(d) for d in strata.values())
