@@ -17,7 +17,9 @@ What Dask does for us and what we add:
 - A worker must run the same Perspecto: each one is asked for its version and bench signature
   (a ``worker_identity`` task pinned to it) before it gets a game, and one that differs is left out by name
   (games are submitted with ``workers=`` the accepted ones); a worker that joins later is asked when it
-  appears. As a second net, every game checks its worker's identity before it plays.
+  appears. As a second net, every game checks its worker's identity before it plays. The connection and
+  this check are ``ClusterWorkers``, shared with ``perspecto gauntlet --cluster`` (which asks its workers
+  more: bot/commands/gauntlet_cluster.py); ``ClusterPool`` plays the lab's games on them.
 - A scheduler that goes away: the games finished so far are already saved (the caller's progress log,
   engine_ext/lab/progress.py), the run ends with ``ClusterLost`` and ``--resume`` carries on.
 """
@@ -103,12 +105,18 @@ class WorkerMismatch(RuntimeError):
     """Raised by a game on a worker whose identity is not the client's (the second net)."""
 
 
+def check_identity(expected: Identity, work: str = "match") -> None:
+    """The second net, run by every game on its worker before it plays: a ``WorkerMismatch`` if this worker
+    is not the client's Perspecto (``work`` names what the client plays: "match", "gauntlet")."""
+    own = worker_identity()
+    if own != expected:
+        raise WorkerMismatch(f"this worker runs {own.describe()}; the {work} needs {expected.describe()}")
+
+
 def play_on_worker(job: GameJob, expected: Identity) -> tuple[GameOutcome, str]:
     """The task a worker runs: check the worker is the client's Perspecto, play the game, send back the
     outcome and the record as JSON text."""
-    own = worker_identity()
-    if own != expected:
-        raise WorkerMismatch(f"this worker runs {own.describe()}; the match needs {expected.describe()}")
+    check_identity(expected)
     outcome, record = play_game_with_record(job)
     return outcome, record.to_json()
 
@@ -122,24 +130,45 @@ def _distributed() -> Any:
 
 
 @dataclass
-class ClusterPool:
-    """Plays ``GameJob``s on the cluster at ``address``; ``report`` gets the lines a user should see (a
-    worker refused, a worker lost)."""
+class ClusterWorkers:
+    """A client of the scheduler at ``address`` and the workers it has checked: each worker is asked a
+    ``probe`` (a task pinned to it) before it gets anything, and ``verdict`` reads the answer (None: accepted;
+    else why not). The lab's check is the identity (``ClusterPool``); the gauntlet asks for more (the UCC
+    programs a worker has: bot/commands/gauntlet_cluster.py). ``report`` gets the lines a user should see (a
+    worker refused, a worker lost); ``work`` names what the workers play in those lines ("match")."""
 
     address: str
     report: Callable[[str], None] = lambda line: None
     connect_seconds: float = CONNECT_SECONDS
     poll_seconds: float = POLL_SECONDS
     identity_seconds: float = IDENTITY_SECONDS
+    work: str = "match"
 
     def __post_init__(self) -> None:
         self.identity = worker_identity()
         self.accepted: dict[str, int] = {}  # worker address -> its threads
+        self.answers: dict[str, Any] = {}  # accepted worker address -> its answer to the probe
         self.refused: dict[str, str] = {}  # worker address -> why
         self._client: Any = None
         self._scheduler_lost = False
-        self._asking: dict[str, Any] = {}  # worker address -> the future of its identity
-        self._placed: dict[str, frozenset[str]] = {}  # a submitted game's key -> the workers it may run on
+        self._asking: dict[str, Any] = {}  # worker address -> the future of its answer
+
+    def probe(self) -> Callable[[], Any]:
+        """The task each worker runs once, before it gets anything (picklable: a module's function or a
+        ``functools.partial`` of one)."""
+        return worker_identity
+
+    def verdict(self, answer: Any) -> str | None:
+        """Why a worker that answered ``answer`` to the probe may not play (None: it may)."""
+        if not isinstance(answer, Identity):
+            return f"cannot tell its Perspecto ({answer!r})"
+        if answer != self.identity:
+            return f"runs {answer.describe()}, this {self.work} {self.identity.describe()}"
+        return None
+
+    def admitted(self, address: str, answer: Any) -> None:
+        """Called for a worker accepted with ``answer``: nothing more to say here (the gauntlet names what an
+        accepted worker still lacks)."""
 
     # --- the connection and the workers ---------------------------------------------------------------
 
@@ -153,7 +182,7 @@ class ClusterPool:
         self.check_workers(wait=self.identity_seconds)
         if not self.accepted:
             self.close()
-            raise ClusterError(f"no worker of the cluster at {self.address} can play this match"
+            raise ClusterError(f"no worker of the cluster at {self.address} can play this {self.work}"
                                + (": " + "; ".join(f"{a}: {why}" for a, why in self.refused.items())
                                   if self.refused else " (none has joined it, or none answered in time)"))
 
@@ -162,21 +191,30 @@ class ClusterPool:
         """Games the accepted workers play at a time."""
         return sum(self.accepted.values())
 
+    @property
+    def client(self) -> Any:
+        """The Dask client (after ``connect``)."""
+        if self._client is None:
+            raise self.gone() if self._scheduler_lost else ClusterError("not connected to the cluster")
+        return self._client
+
     def check_workers(self, wait: float = 0.0) -> None:
-        """Note the workers that left; ask the ones not seen before for their identity (a small task on
-        each, in its own thread: the worker's event loop stays free); take the answers that are in,
-        waiting up to ``wait`` seconds for them."""
+        """Note the workers that left; ask the ones not seen before the probe (a small task on each, in its
+        own thread: the worker's event loop stays free); take the answers that are in, waiting up to
+        ``wait`` seconds for them."""
         info = self._client.scheduler_info(n_workers=-1)["workers"]
         for gone in [a for a in self.accepted if a not in info]:
             del self.accepted[gone]
+            self.answers.pop(gone, None)
             self.report(f"worker {gone} left the cluster; its games are played again elsewhere")
+        probe = self.probe()
         for address in info:
             if address not in self.accepted and address not in self.refused and address not in self._asking:
                 self._asking[address] = self._client.submit(
-                    worker_identity, key=f"perspecto-identity-{os.urandom(4).hex()}", workers=[address],
+                    probe, key=f"perspecto-identity-{os.urandom(4).hex()}", workers=[address],
                     allow_other_workers=False, pure=False)
         if wait > 0 and self._asking:
-            self._wait(list(self._asking.values()), wait, "ALL_COMPLETED")
+            self.wait(list(self._asking.values()), wait, "ALL_COMPLETED")
         for address, future in list(self._asking.items()):
             if address not in info:
                 del self._asking[address]
@@ -187,14 +225,14 @@ class ClusterPool:
             del self._asking[address]
             answer = future.result() if future.status == "finished" else future.exception()
             future.release()
-            if not isinstance(answer, Identity):
-                self.refused[address] = f"cannot tell its Perspecto ({answer!r})"
-            elif answer != self.identity:
-                self.refused[address] = f"runs {answer.describe()}, this match {self.identity.describe()}"
-            else:
+            why = self.verdict(answer)
+            if why is None:
                 self.accepted[address] = int(info[address].get("nthreads", 1))
+                self.answers[address] = answer
+                self.admitted(address, answer)
                 continue
-            self.report(f"worker {address} refused: {self.refused[address]}")
+            self.refused[address] = why
+            self.report(f"worker {address} refused: {why}")
 
     def close(self) -> None:
         if self._client is None:
@@ -210,6 +248,43 @@ class ClusterPool:
         finally:
             quiet.setLevel(level)
         self._client = None
+
+    def wait(self, futures: list[Any], seconds: float, return_when: str) -> set[Any]:
+        """The futures done within ``seconds`` (``distributed.wait`` with this client)."""
+        distributed = _distributed()
+        try:
+            with self._client.as_current():
+                done, _ = distributed.wait(futures, timeout=seconds, return_when=return_when)
+        except TimeoutError:
+            return {f for f in futures if f.done()}
+        except CancelledError:  # Dask cancels every future of a client that lost its scheduler
+            raise self.gone() from None
+        return set(done)
+
+    def gone(self) -> ClusterLost:
+        self._scheduler_lost = True
+        return ClusterLost(f"the Dask scheduler at {self.address} went away")
+
+    def lost(self) -> bool:
+        """The client has lost its scheduler (it may be trying to reach it again, but every game it had
+        under way is cancelled by then)."""
+        return self._client is None or self._client.status != "running"
+
+    def look(self) -> None:
+        """``check_workers`` during a run: a scheduler that cannot be asked is gone."""
+        try:
+            self.check_workers()
+        except (OSError, TimeoutError, CancelledError):
+            raise self.gone() from None
+
+
+@dataclass
+class ClusterPool(ClusterWorkers):
+    """Plays ``GameJob``s on the cluster's workers of the client's identity."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._placed: dict[str, frozenset[str]] = {}  # a submitted game's key -> the workers it may run on
 
     # --- the games ------------------------------------------------------------------------------------
 
@@ -241,9 +316,9 @@ class ClusterPool:
                         pending[self._submit(job)] = job
                 if not pending:
                     return
-                done = self._wait(list(pending), self.poll_seconds, "FIRST_COMPLETED")
-                if self._lost():
-                    raise self._gone()
+                done = self.wait(list(pending), self.poll_seconds, "FIRST_COMPLETED")
+                if self.lost():
+                    raise self.gone()
                 for future in sorted(done, key=lambda f: pending[f].index):
                     job = pending.pop(future)
                     self._placed.pop(future.key, None)
@@ -261,37 +336,16 @@ class ClusterPool:
                 future.release()
             self.close()
 
-    def _wait(self, futures: list[Any], seconds: float, return_when: str) -> set[Any]:
-        """The futures done within ``seconds`` (``distributed.wait`` with this pool's client)."""
-        distributed = _distributed()
-        try:
-            with self._client.as_current():
-                done, _ = distributed.wait(futures, timeout=seconds, return_when=return_when)
-        except TimeoutError:
-            return {f for f in futures if f.done()}
-        except CancelledError:  # Dask cancels every future of a client that lost its scheduler
-            raise self._gone() from None
-        return set(done)
-
-    def _gone(self) -> ClusterLost:
-        self._scheduler_lost = True
-        return ClusterLost(f"the Dask scheduler at {self.address} went away")
-
-    def _lost(self) -> bool:
-        """The client has lost its scheduler (it may be trying to reach it again, but every game it had
-        under way is cancelled by then)."""
-        return self._client is None or self._client.status != "running"
-
     def _take(self, future: Any, job: GameJob, finished: Callable[[GameOutcome], None]) -> None:
         if future.status == "cancelled":  # not by us (we drop the games we cancel): the scheduler is gone
-            raise self._gone()
+            raise self.gone()
         try:
             outcome, record_json = future.result()
         except WorkerMismatch as exc:
             raise ClusterError(f"game {job.record_name}: {exc}") from None
         except Exception as exc:  # KilledWorker (it killed too many workers) or a bug in a game
-            if self._lost():
-                raise self._gone() from None
+            if self.lost():
+                raise self.gone() from None
             raise ClusterError(f"game {job.record_name} failed on the cluster: {exc!r}") from None
         if job.records is not None:
             job.records.mkdir(parents=True, exist_ok=True)
@@ -303,10 +357,7 @@ class ClusterPool:
     def _watch_workers(self, pending: dict[Any, GameJob]) -> None:
         """Look for joined and lost workers; games waiting only for workers that
         are gone are handed out again to the accepted ones."""
-        try:
-            self.check_workers()
-        except (OSError, TimeoutError, CancelledError):
-            raise self._gone() from None
+        self.look()
         if not self.accepted:
             return  # nobody to give them to yet; a worker that joins is asked on the next look
         stale = [f for f, _ in pending.items() if f.status == "pending" and not self._placeable(f)]
