@@ -267,3 +267,37 @@ def test_a_worker_without_a_program_plays_none_of_its_games_and_without_any_such
     assert not [g for g in referee_logs(cluster, "partial") if "basic_python" in g]
     assert [g for g in referee_logs(cluster, "full") if "basic_python" in g] == [
         "perspecto-vs-ucc-basic_python-00000", "perspecto-vs-ucc-basic_python-00001"]
+
+
+@pytest.mark.slow
+def test_a_scheduler_that_goes_away_ends_the_run_saved_and_resume_on_a_new_cluster_finishes_it(
+        cluster: Cluster, programs: Path, tmp_path: Path) -> None:
+    cluster.add_worker("one", PERSPECTO_UCC2012=str(programs))
+    cluster.wait_for_workers(1)
+    records = tmp_path / "records"
+    run = gauntlet(cluster.address, records, "ucc-basic_cpp", games=4)
+    deadline = time.monotonic() + 600
+    while not played(records):
+        assert time.monotonic() < deadline and run.poll() is None, "no game finished"
+        time.sleep(0.2)
+    cluster.scheduler.send_signal(signal.SIGKILL)
+    out = finish(run)
+    assert run.returncode == 1, out
+    assert (f"the Dask scheduler at {cluster.address} went away: the games finished so far are saved in {records}"
+            in out.replace("\n", " "))
+    assert "Traceback" not in out
+    saved = {name: (records / f"{name}.json").read_text() for name in played(records)}
+    assert 1 <= len(saved) < 4, out
+    (tmp_path / "again").mkdir()
+    again = Cluster(tmp_path / "again")  # a scheduler started anew, its worker another
+    try:
+        again.add_worker("two", PERSPECTO_UCC2012=str(programs))
+        again.wait_for_workers(1)
+        resumed = gauntlet(again.address, records, "ucc-basic_cpp", "--resume", str(records), games=4)
+        out = finish(resumed)
+    finally:
+        again.stop()
+    assert resumed.returncode == 0, out
+    assert played(records) == [f"perspecto-vs-ucc-basic_cpp-{slot:05d}" for slot in range(4)]
+    assert {name: (records / f"{name}.json").read_text() for name in saved} == saved  # not played again
+    assert sum(line.startswith("perspecto-vs-ucc-basic_cpp-") for line in out.splitlines()) == 4 - len(saved)
