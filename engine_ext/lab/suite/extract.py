@@ -17,10 +17,12 @@ from pathlib import Path
 from engine_ext.lab.suite.entries import Entry
 from engine_ext.lab.suite.knowledge import TOP_RANKS, Knowledge
 from engine_ext.lab.suite.predicates import (
+    FLAG_REACH,
     PREDICATES,
     answers,
     flag_defenders,
     flag_raiders,
+    flag_targets,
     known_raiders,
     likely_bomb,
     possible_spy,
@@ -31,7 +33,8 @@ from engine_ext.rules.notation import Move
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord
 
-REACH = 3  # an answer or a defender this many path steps from the raider (or fewer) is "in reach"
+REACH = 3  # a defender this many path steps from a flag raider (or fewer) is "in reach"
+ANSWER_REACH = 2  # an answer this many path steps from a known raider (or fewer) is "in reach"
 ENDGAME_FROM = 200  # plies: a won endgame's candidates come from later in the game
 
 
@@ -46,19 +49,23 @@ def _likely_bomb(known: Knowledge) -> str | None:
 
 
 def _possible_spy(known: Knowledge) -> str | None:
+    """Our marshal next to a possible spy, or a step away from standing next to one."""
     marshal = known.square_of(Rank.MARSHAL)
     if marshal is None:
         return None
     for near in known.neighbours(marshal):
         if possible_spy(known, near):
             return f"our marshal on {marshal} next to moved unseen {near}; their spy unseen"
+    for square in sorted(known.theirs):
+        if possible_spy(known, square) and known.path_distance(marshal, [square]) == 2:
+            return f"our marshal on {marshal} a step from standing next to moved unseen {square}; their spy unseen"
     return None
 
 
 def _known_raider(known: Knowledge) -> str | None:
     for square, rank in known_raiders(known):
         ready = [sq for sq in answers(known, rank)
-                 if (steps := known.path_distance(sq, [square])) is not None and steps <= REACH]
+                 if (steps := known.path_distance(sq, [square])) is not None and steps <= ANSWER_REACH]
         threatened = [sq for sq in known.neighbours(square)
                       if sq in known.ours and known.ours[sq].movable and known.ours[sq] < rank]
         if ready:
@@ -80,8 +87,15 @@ def _flag_raider(known: Knowledge) -> str | None:
 
 
 def _won_endgame(known: Knowledge) -> str | None:
+    """Won on the board and nothing of theirs near our flag: the move that matters is one that goes forward."""
     if not winning_endgame(known):
         return None
+    targets = flag_targets(known)
+    for square, piece in known.theirs.items():
+        if piece.moved or (piece.rank.movable and piece.rank != Rank.UNKNOWN):
+            steps = known.path_distance(square, targets)
+            if steps is not None and steps <= FLAG_REACH + 1:
+                return None
     ours, theirs = known.material()
     best = max(known.our_movers().values())
     return f"we have {ours} movers to their {theirs}, our {best.label} above all theirs"
@@ -144,6 +158,8 @@ def candidates(path: Path, record: GameRecord, side: Side, categories: Iterable[
     wanted = [SITUATIONS[name] for name in categories]
     found: dict[str, list[Candidate]] = {s.category: [] for s in wanted}
     for ply, view in our_turns(record, side):
+        if not view.sendable_moves():
+            continue  # the view had ended the game by its own rules: no position to ask (view.py)
         known = Knowledge.from_view(view, side)
         played = Move.parse(record.moves[ply].move)
         for situation in wanted:

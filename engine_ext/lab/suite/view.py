@@ -48,6 +48,21 @@ def _hidden_view(record: GameRecord, side: Side, options: RulesOptions) -> Game:
     return Game(options, red, blue, validate_setups=False)
 
 
+def _rebuilt(view: Game, full: Game, side: Side, options: RulesOptions) -> Game:
+    """A fresh view of the board after a move the view could not follow: every piece where the game has it,
+    ours with their ranks, theirs with the ranks the old view knew of them (the repetition histories and who
+    has moved start again, as the player's rebuilt view does)."""
+    known = view.pieces()
+    placement: dict[Side, dict[Square, Rank]] = {Side.RED: {}, Side.BLUE: {}}
+    for square, (owner, rank) in full.pieces().items():
+        if owner != side:
+            before = known.get(square)
+            rank = before[1] if before is not None and before[0] == owner else Rank.UNKNOWN
+        placement[owner][square] = rank
+    return Game(options, placement[Side.RED], placement[Side.BLUE], side_to_move=full.side_to_move,
+                validate_setups=False)
+
+
 def our_turns(record: GameRecord, side: Side, until: int | None = None) -> Iterator[tuple[int, Game]]:
     """``side``'s view at each of its turns, as (plies played, view), up to ``until`` plies (default: every
     turn with a move of the record). The view is the same object throughout, moved on after each yield.
@@ -65,7 +80,7 @@ def our_turns(record: GameRecord, side: Side, until: int | None = None) -> Itera
                 yield index, view
             if index == last:
                 return
-            _game, played = next(positions)
+            full, played = next(positions)
             assert played is not None
             try:
                 view.play_observed(played.move, played.attacker, played.defender)
@@ -74,8 +89,10 @@ def our_turns(record: GameRecord, side: Side, until: int | None = None) -> Itera
                 view.options = relaxed
                 try:
                     view.play_observed(played.move, played.attacker, played.defender)
-                except IllegalMove as exc:
-                    raise PositionError(f"ply {index + 1}: {played.move}: the view cannot follow: {exc}") from None
+                except IllegalMove:
+                    # Not even then (the view had ended the game by its own rules): the player starts a fresh
+                    # view from the board (bot/ucc/player.py ``_apply_by_hand``), and so does this.
+                    view = _rebuilt(view, full, side, options)
                 finally:
                     view.options = options
     except (ReplayError, RecordError, SetupError) as exc:
@@ -91,6 +108,9 @@ def side_view(record: GameRecord, ply: int, side: Side,
         raise PositionError(f"ply {ply} is not a move of the record (it has {len(record.moves)} moves)")
     for index, view in our_turns(record, side, ply):
         if index == ply:
+            if not view.sendable_moves():
+                raise PositionError(f"after {ply} plies the view has no move the rules allow (the player sent a "
+                                    "random one there): not a position to ask the engine")
             return view
         if on_turn is not None:
             on_turn(view)
