@@ -9,6 +9,7 @@ record that cannot be read or replayed is named with its reason and left out; th
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bot.safe_text import terminal_safe
 from bot.tables import print_table
 from engine_ext.lab.analysis import (
     GameAnalysis,
@@ -75,9 +77,11 @@ def main(args: argparse.Namespace) -> int:
     for path in paths:
         try:
             games.append(analyse_record(GameRecord.load(path), beliefs=args.beliefs))
-        except (OSError, ValueError, KeyError, TypeError) as exc:  # ReplayError is a ValueError
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # RecordError, ReplayError are ValueErrors
             failures[str(path)] = str(exc)
-            console.print(f"[red]{path}: {exc}[/red]", highlight=False, soft_wrap=True)
+            # A file's name and a replay's complaint may quote what the file holds (a move, a reason).
+            console.print(f"[red]{terminal_safe(str(path))}: {terminal_safe(str(exc))}[/red]", highlight=False,
+                          soft_wrap=True)
     by = GroupBy(args.by)
     if args.json is not None:
         text = json.dumps(summaries_json(games, by, failures), indent=1)
@@ -104,7 +108,11 @@ def _would_clobber(target: Path) -> bool:
 
 
 def print_tables(console: Console, games: list[GameAnalysis], by: GroupBy) -> None:
-    groups = summarise(games, by)
+    # A group's name is a player's name from a record, which a remote bot chose (escape codes, rich markup):
+    # every table and line below shows the groups' names, so they are made safe here, once, for all of them
+    # (--json keeps them as they are: JSON escapes them).
+    groups = {name: dataclasses.replace(group, name=terminal_safe(name))
+              for name, group in summarise(games, by).items()}
     console.print(f"{len(games)} games", highlight=False)
     if not groups:
         return

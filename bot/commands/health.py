@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.daemon.health import DEFAULT_MAX_AGE, check_health, health_path, read_health
+from bot.safe_text import visible
 
 
 def register(subparsers: Any) -> None:
@@ -33,5 +34,5 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"healthy": healthy, "summary": line, "heartbeat": read_health(path)}, sort_keys=True))
     else:
-        print(line)
+        print(visible(line))  # the game's id is the host's, the reasons the file's: no escape codes raw
     return 0 if healthy else 1

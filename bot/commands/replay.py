@@ -125,8 +125,8 @@ def main(args: argparse.Namespace) -> int:
             final, last = position
             if last is not None:
                 moves.append(last)
-    except ReplayError as exc:
-        console.print(f"[red]{exc}[/red]")
+    except ReplayError as exc:  # it may quote the record (a move, a result's reason)
+        console.print(f"[red]{terminal_safe(str(exc))}[/red]", highlight=False)
         return 1
     if args.ply is not None:
         for game, played in replay_positions(record):

@@ -20,6 +20,7 @@ import shlex
 import stat
 import sys
 import threading
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +66,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+# The most of one logged value written: our own longest (a board we drew, about 400 characters) fits whole; a
+# peer's words (the opponent's name, a referee line, its board rows) are cut there, not logged in full (issue 46).
+LOGGED_VALUE = 1000
+
+
+def printable(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """Every value as the log may write it: cut to ``LOGGED_VALUE`` characters, its control characters as
+    escapes (a name with ESC[2J cleared the terminal the log was read on), newlines kept for the boards we draw
+    (a peer's text has none: the reader splits lines on them). The renderer shows a list by its repr, which
+    escapes its strings itself; only their length is bounded here."""
+    from bot.safe_text import clip, visible
+
+    for key, value in event.items():
+        if isinstance(value, str):
+            event[key] = visible(clip(value, LOGGED_VALUE), keep="\n")
+        elif isinstance(value, list | tuple):
+            event[key] = [clip(item, LOGGED_VALUE) if isinstance(item, str) else item for item in value]
+    return event
+
+
 def configure_logging(level: str) -> None:
     """structlog to stderr only: stdout carries the protocol and nothing else."""
     import logging
@@ -76,6 +97,7 @@ def configure_logging(level: str) -> None:
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="%H:%M:%S.%f"),
+            printable,
             structlog.dev.ConsoleRenderer(colors=False),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
@@ -102,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
 def play(args: argparse.Namespace) -> int:
     """One game: the setup first, the engine loading meanwhile (the module's docstring)."""
+    from bot.safe_text import clip
     from bot.ucc.opening import hold_first_move, input_within, load_generator, open_game
     from bot.ucc.witness import EndWitness
 
@@ -122,7 +145,8 @@ def play(args: argparse.Namespace) -> int:
                                 rng=rng)
         if stage.quit is not None:  # the referee kills right after QUIT: go now, the witness logs it
             if witness is not None:
-                witness.state({"colour": str(opening.colour.colour), "opponent": opening.colour.opponent,
+                witness.state({"colour": str(opening.colour.colour),
+                               "opponent": clip(opening.colour.opponent, LOGGED_VALUE),
                                "profile": args.profile or "", "phase": "opening",
                                "first_move": None if stage.sent is None else str(stage.sent)})
                 witness.log_quit(stage.quit)
@@ -137,7 +161,7 @@ def play(args: argparse.Namespace) -> int:
     try:
         code = run_ucc(preload.engine_for, move_time=args.move_time, rng=rng, in_fd=0, out=protocol_out,
                        witness=witness, opening=opening, pending=pending, first_move=first_move,
-                       stamps=stamps, profile_name=args.profile or "")
+                       stamps=stamps, profile_name=args.profile or "", profile_check=preload.check_profile)
     finally:
         sys.stdout = protocol_out
     try:
@@ -195,6 +219,7 @@ class Preload:
     def __init__(self, args: argparse.Namespace) -> None:
         self._args = args
         self._done = threading.Event()
+        self._configured = threading.Event()  # the configuration and the profile are read (or failed)
         self._loaded: tuple[BotProfile, ProfileSet | None, Any] | None = None
         self._memory: OpponentMemory | None = None
         self._error: BaseException | None = None
@@ -204,13 +229,23 @@ class Preload:
     def _load(self) -> None:
         try:
             settings, profile, profiles = _configuration(self._args.config, self._args.profile)
+            self._configured.set()
             self._loaded = (profile, profiles, profile.create_engine(self._args.seed))
             if settings.state.learn and not getattr(self._args, "no_learn", False):
                 self._memory = open_memory(getattr(self._args, "state_dir", None) or settings.state.dir)
         except BaseException as exc:  # told to the player when it asks (exit 2)
             self._error = exc
         finally:
+            self._configured.set()
             self._done.set()
+
+    def check_profile(self) -> None:
+        """Once the configuration and the profile are read (not the engine: it may take seconds more), raise
+        what went wrong with them, if anything: for the player at the end of input (an unknown ``--profile``
+        says so and exits 2 even when the input ends right after the colour line)."""
+        self._configured.wait()
+        if self._error is not None:
+            raise self._error
 
     def engine_for(self, opponent: str) -> ChosenEngine:
         """The engine for ``opponent`` (the colour line's name), as ``perspecto bot`` chooses its profile;

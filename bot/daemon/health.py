@@ -28,6 +28,8 @@ from typing import Any
 
 import structlog
 
+from engine_ext.bounded_read import check_json_depth, read_bounded
+
 log = structlog.get_logger()
 
 STATE_DIR_ENV = "PERSPECTO_STATE_DIR"
@@ -35,6 +37,10 @@ HEALTH_FILE = "health.json"
 STATES = ("disconnected", "connected", "idle", "in_game")
 DEFAULT_INTERVAL = 5.0  # seconds between heartbeats
 DEFAULT_MAX_AGE = 30.0  # seconds after which a heartbeat is stale (the Docker check runs every 30 s)
+# The most of a heartbeat file read: one is a few hundred bytes (not_saved's reasons included), and a path that
+# holds more (``--file /dev/zero`` read 8 GB) is no heartbeat.
+MAX_HEALTH_FILE_BYTES = 64 * 2**10
+MAX_HEALTH_FILE_DEPTH = 8  # its JSON's nesting: the heartbeat has 2 levels (not_saved is an object in it)
 
 
 def default_state_dir() -> Path:
@@ -62,19 +68,31 @@ def write_health(path: Path, status: dict[str, Any]) -> None:
     os.replace(temporary, path)
 
 
+def _load_health(path: Path) -> dict[str, Any]:
+    """The heartbeat; OSError (FileNotFoundError: none) or ValueError (too large, not one) saying why not."""
+    text = read_bounded(path, MAX_HEALTH_FILE_BYTES, "a heartbeat file").decode("utf-8")
+    check_json_depth(text, MAX_HEALTH_FILE_DEPTH)
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"a JSON {type(data).__name__}, not an object")
+    return data
+
+
 def read_health(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return _load_health(path)
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
 
 
 def check_health(path: Path, *, max_age: float = DEFAULT_MAX_AGE, now: float | None = None) -> tuple[bool, str]:
     """(healthy, one line saying why)."""
-    data = read_health(path)
-    if data is None:
+    try:
+        data = _load_health(path)
+    except FileNotFoundError:
         return False, f"no heartbeat file at {path} (is the daemon running?)"
+    except (OSError, ValueError) as exc:
+        return False, f"no heartbeat in {path}: {exc}"
     state, updated = data.get("state"), data.get("updated_ts")
     if not isinstance(updated, int | float):
         return False, f"{path}: no updated_ts"

@@ -40,6 +40,7 @@ import structlog
 
 from bot.daemon.deadline import EngineWorker, answer_by_deadline
 from bot.daemon.engine_interface import MoveEngine, SearchBudget
+from bot.safe_text import clip as clip_text
 from bot.ucc.opening import DEFAULT_MOVE_TIME, RULESET, Opening, SetupChooser, choose_setup
 from bot.ucc.witness import EndWitness
 from engine_ext.engine.timeman import MoveTimes, TimeLimits, TimeManager
@@ -121,6 +122,15 @@ class _Line(NamedTuple):
 # What the reader thread hands the game loop: a line, or None at the end of input.
 _Lines = asyncio.Queue[_Line | None]
 
+# The most of one referee line the reader keeps: its longest lines are the colour line and QUIT's result, which
+# name a program by its path (4 KiB at most on Linux); the rest of a longer line is read and dropped, so a peer's
+# endless line costs no memory (issue 46). A line cut so is refused as any bad line is.
+MAX_LINE_BYTES = 256 * 2**10
+# The most of the opponent's name (the colour line's) the player keeps, matches profiles with, stores and tells
+# its witness: a real one is a program's path. A 10 MB name, told to the witness after every line, made the
+# first move late (issue 46).
+OPPONENT_NAME_MAX = 1024
+
 
 def _read_lines(fd: int, loop: asyncio.AbstractEventLoop, sink: _Lines,
                 on_quit: Callable[[str], None] | None = None, *, pending: bytes = b"", since: float | None = None,
@@ -155,11 +165,18 @@ def _read_lines(fd: int, loop: asyncio.AbstractEventLoop, sink: _Lines,
     arrived = clock() if since is None else since
     if since is not None and not select.select([fd], [], [], 0)[0]:
         since = None  # nothing waiting: what comes next is stamped when it is read
+    dropped = 0  # bytes of the line being read dropped past MAX_LINE_BYTES
     while True:
         while b"\n" in pending:
             raw, pending = pending.split(b"\n", 1)
+            if dropped:
+                log.warning("ucc.line_too_long", kept=len(raw), dropped=dropped)
+                dropped = 0
             if not deliver(raw, arrived):
                 return
+        if len(pending) > MAX_LINE_BYTES:  # no end in sight: keep the bound's worth, drop the rest as it comes
+            dropped += len(pending) - MAX_LINE_BYTES
+            pending = pending[:MAX_LINE_BYTES]
         try:
             chunk = os.read(fd, 65536)
         except OSError:
@@ -168,7 +185,16 @@ def _read_lines(fd: int, loop: asyncio.AbstractEventLoop, sink: _Lines,
             break
         arrived = clock() if since is None else since
         since = None
+        if dropped and b"\n" not in chunk:
+            dropped += len(chunk)  # still the overlong line
+            continue
+        if dropped:
+            end = chunk.index(b"\n")
+            dropped += end
+            chunk = chunk[end:]  # the line ends here: its kept part goes out with this newline
         pending += chunk
+    if dropped:
+        log.warning("ucc.line_too_long", kept=len(pending), dropped=dropped)
     if pending.strip() and not put(_Line(pending.decode("utf-8", "replace").rstrip("\r"), arrived)):
         return
     put(None)
@@ -195,6 +221,7 @@ class UccPlayer:
         stamps: Sequence[tuple[int, float]] = (),
         clock: Callable[[], float] = time.monotonic,
         memory: OpponentMemory | None = None,
+        profile_check: Callable[[], None] | None = None,
     ) -> None:
         """``engine`` None: ``engine_for`` gives it, loaded on a thread once the colour line names the
         opponent (a failure then ends the game with exit 2). ``opening``: the colour line was answered with
@@ -202,7 +229,8 @@ class UccPlayer:
         our first move was sent already too (``hold_first_move``), so our first turn waits for its echo;
         ``stamps``: when the opening stage read ``pending`` (``FirstMoveStage.stamps``); ``memory``: what earlier
         games showed of this opponent primes the engine, and this game's part is kept at its end (None: nothing
-        is carried from game to game)."""
+        is carried from game to game); ``profile_check``: waits for the configuration and the profile only (not
+        the engine) and raises what is wrong with them, for the end of input."""
         if engine is None and engine_for is None:
             raise ValueError("a player needs an engine, or engine_for to choose one")
         self.engine = engine
@@ -216,6 +244,7 @@ class UccPlayer:
         self._store_lock = threading.Lock()  # the memory is written from the loading thread and the game loop
         self._engine_for = engine_for  # another engine for the opponent the colour line names, or None
         self._renew = renew  # a fresh engine should this one be late (None: random moves)
+        self._profile_check = profile_check
         # The referee's per-move limit (its default -T without limits) and the profile's times.
         self.limits = limits or TimeLimits(move_time_max=DEFAULT_MOVE_TIME, move_time_average=None, move_limit=None)
         self._clock = clock
@@ -275,8 +304,7 @@ class UccPlayer:
             while True:
                 item = await self._next_line()
                 if item is None:
-                    log.info("ucc.eof", phase=self.phase.value, **self.stats)
-                    return 0
+                    await self._end_of_input()
                 line, self._arrived = item
                 if not line.strip():
                     continue
@@ -296,7 +324,7 @@ class UccPlayer:
         if self.witness is None:
             return
         self.witness.state({
-            "colour": None if self.colour is None else str(self.colour), "opponent": self.opponent,
+            "colour": None if self.colour is None else str(self.colour), "opponent": clip(self.opponent),
             "profile": self.profile_name, "phase": self.phase.value,
             "ply": self.game.ply if self.game is not None else 0, **self.stats,
         })
@@ -363,7 +391,7 @@ class UccPlayer:
     def _begin(self, opening: Opening) -> None:
         """The game from the colour line and our setup on: the view, and the engine for this opponent."""
         event = opening.colour
-        self.colour, self.opponent = event.colour, event.opponent
+        self.colour, self.opponent = event.colour, clip_text(event.opponent, OPPONENT_NAME_MAX)
         # Classic fills all 40 squares of a side's setup rows, so the opponent's pieces stand on exactly
         # those squares; the board rows check this before our first move.
         hidden = dict.fromkeys(RULESET.setup_squares(event.colour.other), Rank.UNKNOWN)
@@ -375,7 +403,7 @@ class UccPlayer:
             self._prime(self.engine)
             self._log_game()
         else:  # on a thread: the configuration and the engine may take seconds to load on a busy machine
-            self._loading = self._loader.submit(self._load_engine, event.opponent)
+            self._loading = self._loader.submit(self._load_engine, self.opponent)
 
     def _load_engine(self, opponent: str) -> ChosenEngine | None:
         """On the loading thread: the engine for ``opponent``, primed with what earlier games showed of it."""
@@ -466,14 +494,15 @@ class UccPlayer:
         self._remembered = True
         self._keep(won, reason, self._seen())
 
-    def _take_engine(self) -> None:
-        """The engine for this opponent has loaded (or failed to): play with it from now on."""
+    def _take_engine(self, *, at_end: bool = False) -> None:
+        """The engine for this opponent has loaded (or failed to): play with it from now on (``at_end``: the
+        game is over, only a failure matters)."""
         loading, self._loading = self._loading, None
         assert loading is not None and loading.done()
         try:
             chosen = loading.result()
         except Exception as exc:
-            why = str(exc) if isinstance(exc, ValueError) else repr(exc)
+            why = _failure(exc)
             if self.engine is None:  # nothing to play with: a bad configuration or profile
                 log.error("ucc.bad_profile", opponent=self.opponent, error=why)
                 raise _Stop(2) from None
@@ -487,7 +516,8 @@ class UccPlayer:
             elif self.engine is None:
                 log.error("ucc.bad_profile", opponent=self.opponent, error="no profile was chosen")
                 raise _Stop(2)
-        self._log_game()
+        if not at_end:
+            self._log_game()
 
     def _log_game(self) -> None:
         assert self.colour is not None and self.engine is not None
@@ -744,9 +774,28 @@ class UccPlayer:
                 continue
             item = reading.result()
             if item is None:
-                log.info("ucc.eof", phase=self.phase.value, thinking=True, **self.stats)
-                raise _Stop(0)
+                await self._end_of_input(thinking=True)
             self._line_while_thinking(item)
+
+    async def _end_of_input(self, **fields: Any) -> NoReturn:
+        """The referee has closed our input: exit 0, unless the profile to play turns out bad. Its loading may
+        still be under way (the input may end right after the colour line, or before it): a bad ``--profile``
+        is waited for and said (``ucc.bad_profile``, exit 2), not left unsaid by a quiet exit 0 (issue 46)."""
+        log.info("ucc.eof", phase=self.phase.value, **fields, **self.stats)
+        if self.engine is not None:
+            raise _Stop(0)
+        if self._loading is not None and (self._loading.done() or self._profile_check is None):
+            await asyncio.wait({self._loading})
+            self._take_engine(at_end=True)  # exit 2 for a profile that did not load
+            raise _Stop(0)
+        if self._profile_check is None:
+            raise _Stop(0)
+        try:  # the configuration alone: the engine's loading is no use any more, and may take seconds
+            await asyncio.to_thread(self._profile_check)
+        except Exception as exc:
+            log.error("ucc.bad_profile", opponent=self.opponent, error=_failure(exc))
+            raise _Stop(2) from None
+        raise _Stop(0)
 
     def _line_while_thinking(self, item: _Line) -> None:
         """The referee speaks while we think: QUIT ends the game now, anything else waits its turn."""
@@ -772,7 +821,12 @@ LOGGED_LINE = 200
 
 def clip(text: str, limit: int = LOGGED_LINE) -> str:
     """``text`` for a log: at most ``limit`` characters, saying how long it was when cut."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+    return clip_text(text, limit)
+
+
+def _failure(exc: BaseException) -> str:
+    """Why a profile or its engine did not load: a ValueError's text (a ProfileError says it all), else its repr."""
+    return str(exc) if isinstance(exc, ValueError) else repr(exc)
 
 
 def bad_line_error(error: UccProtocolError, line: str) -> str:
@@ -794,6 +848,7 @@ def run_ucc(
     stamps: Sequence[tuple[int, float]] = (),
     profile_name: str = "",
     memory: OpponentMemory | None = None,
+    profile_check: Callable[[], None] | None = None,
 ) -> int:
     """Play one UCC game, reading the referee from ``in_fd`` after ``pending``; the exit code. ``load`` gives
     the engine for the opponent the colour line names (on a thread: the configuration, the profile and the
@@ -802,8 +857,10 @@ def run_ucc(
     ``profile_name`` the profile's name where it is known before (``--profile``), for the witness;
     ``first_move``: the opening stage sent our first move already (its echo is in the input to come);
     ``stamps``: when the opening stage read ``pending``; ``memory``: the opponent store's reader and writer
-    (None: the one ``load`` gives with the engine, if any)."""
+    (None: the one ``load`` gives with the engine, if any); ``profile_check``: raises what is wrong with the
+    configuration or the profile, once they are read (the input may end before the engine is there)."""
     player = UccPlayer(None, limits=TimeLimits(move_time_max=move_time, move_time_average=None, move_limit=None),
                        rng=rng, witness=witness, engine_for=load, opening=opening, pending=pending,
-                       first_move=first_move, stamps=stamps, profile_name=profile_name, memory=memory)
+                       first_move=first_move, stamps=stamps, profile_name=profile_name, memory=memory,
+                       profile_check=profile_check)
     return player.run(in_fd, out)

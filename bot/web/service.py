@@ -21,6 +21,7 @@ from pathlib import Path
 from rich.console import Console
 
 from bot.daemon.runtime import run
+from bot.safe_text import terminal_safe
 from bot.web.feed import GameFeed, RecordsFolder
 from bot.web.server import WebServer
 from engine_ext.rules.record import GameRecord
@@ -101,7 +102,8 @@ async def _serve_records(path: Path, address: str, console: Console, signals: St
         try:
             record = GameRecord.load(path)
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            console.print(f"[red]cannot read {path}: {exc}[/red]", highlight=False)
+            console.print(f"[red]cannot read {terminal_safe(str(path))}: {terminal_safe(str(exc))}[/red]",
+                          highlight=False, soft_wrap=True)
             return 2
         feed.add_record(path, record)
     server = WebServer(feed, address)
