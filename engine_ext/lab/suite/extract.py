@@ -25,6 +25,7 @@ from engine_ext.lab.suite.predicates import (
     flag_targets,
     known_raiders,
     likely_bomb,
+    loses_for_certain,
     possible_spy,
     winning_endgame,
 )
@@ -101,6 +102,14 @@ def _won_endgame(known: Knowledge) -> str | None:
     return f"we have {ours} movers to their {theirs}, our {best.label} above all theirs"
 
 
+def _certain_loss(known: Knowledge) -> str | None:
+    for square, rank in sorted(known.our_movers().items()):
+        for near in known.neighbours(square):
+            if loses_for_certain(known, rank, near):
+                return f"our {rank.label} on {square} next to their shown {known.theirs[near].rank.label} on {near}"
+    return None
+
+
 @dataclass(frozen=True)
 class Situation:
     """A category's situation: the predicate its entries are judged by, and the test that says, for what our
@@ -110,6 +119,7 @@ class Situation:
     predicate: str
     holds: Callable[[Knowledge], str | None]
     from_ply: int = 0
+    mistakes_only: bool = False  # propose only the plies where the game's move broke the predicate
 
 
 SITUATIONS: dict[str, Situation] = {s.category: s for s in (
@@ -118,6 +128,8 @@ SITUATIONS: dict[str, Situation] = {s.category: s for s in (
     Situation("known_raider", "answers_known_raider", _known_raider),
     Situation("flag_raider", "stops_flag_raider", _flag_raider),
     Situation("won_endgame", "makes_progress", _won_endgame, from_ply=ENDGAME_FROM),
+    # Next to a stronger shown piece is common and almost every move keeps the rule: only the game's attacks.
+    Situation("certain_loss", "no_certain_loss_attack", _certain_loss, mistakes_only=True),
 )}
 
 
@@ -169,6 +181,8 @@ def candidates(path: Path, record: GameRecord, side: Side, categories: Iterable[
             if note is None:
                 continue
             passes = PREDICATES[situation.predicate].check(known, played)
+            if passes and situation.mistakes_only:
+                continue
             found[situation.category].append(Candidate(path, record.game_id or path.stem, ply, side,
                                                        situation.category, situation.predicate,
                                                        record.moves[ply].move, passes, note))

@@ -178,6 +178,17 @@ def stops_flag_raider(known: Knowledge, move: Move) -> bool:
     return False
 
 
+def loses_for_certain(known: Knowledge, attacker: Rank, square: Square) -> bool:
+    """An attack on their shown piece on ``square`` that the attacker cannot win or trade."""
+    piece = known.theirs.get(square)
+    return piece is not None and not piece.unseen and attacker != piece.rank and not beats(attacker, piece.rank)
+
+
+def no_certain_loss_attack(known: Knowledge, move: Move) -> bool:
+    mover = known.ours.get(move.frm)
+    return mover is None or not loses_for_certain(known, mover, move.to)
+
+
 def makes_progress(known: Knowledge, move: Move) -> bool:
     rank = known.ours.get(move.frm)
     if rank is None:
@@ -214,6 +225,9 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
               "bombs: "
               "attack it, bring a sergeant or higher nearer to it, or lengthen its path to the flag",
               stops_flag_raider),
+    Predicate("no_certain_loss_attack",
+              "no attack on a shown piece that beats the attacker (it loses the piece and shows its rank for nothing)",
+              no_certain_loss_attack),
     Predicate("makes_progress",
               "in a won endgame: take a piece, or bring the moved piece nearer to a piece it takes for certain "
               "or to an unmoved unseen piece (a flag candidate); a shuffle passes none of these",
