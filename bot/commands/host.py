@@ -139,6 +139,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--resume-grace", type=float, default=30.0,
                    help="seconds (per bot and game) a game waits for a bot that lost its connection to resume it; "
                    "0: it forfeits at once (default %(default)s)")
+    p.add_argument("--stranger-rate", type=float, default=2.0, metavar="N",
+                   help="new TCP connections a second per address that have not said a welcomed hello; more are "
+                   "closed at once, unread (default %(default)s; docs/host.md, limits)")
+    p.add_argument("--stranger-burst", type=float, default=10.0, metavar="N",
+                   help="the burst of such connections an address may open before --stranger-rate applies "
+                   "(default %(default)s)")
     p.add_argument("--stop-grace", type=float, default=30.0,
                    help="on SIGTERM/SIGINT, seconds the games under way get to finish before they are adjourned "
                    "(default %(default)s)")
@@ -160,7 +166,8 @@ def main(args: argparse.Namespace) -> int:
         link_timeout = args.link_timeout or args.resume_grace or DEFAULT_LINK_TIMEOUT
         mqtt = mqtt_settings(args, link_timeout=link_timeout) if args.mqtt else None
         settings = host_settings(args, host=address, port=port, tokens=frozenset(args.token) if args.token else None,
-                                 resume_grace=args.resume_grace, mqtt=mqtt)
+                                 resume_grace=args.resume_grace, mqtt=mqtt, stranger_rate=args.stranger_rate,
+                                 stranger_burst=args.stranger_burst)
         if args.stop_grace < 0:
             raise ValueError(f"--stop-grace must be 0 or more, not {args.stop_grace:g}")
         # 0 games a pairing would pair the same two bots forever without playing (a busy loop).

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bot import __version__
 from bot.game_options import GameOptions
+from bot.host.strangers import Clock, StrangerBudget, StrangerLimit, StrangerLog, serve_admitted
 from engine_ext.rules.game import Game, Move, MoveResult, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord, RecordedMove
@@ -61,7 +62,7 @@ from engine_ext.rules.rulesets import RULESETS, Square
 from protocol import errors
 from protocol.codec import DEFAULT_MAX_LINE, host_codec
 from protocol.endpoint import Channel, Endpoint
-from protocol.limits import MIN_MAX_LINE, Allowance, Budget
+from protocol.limits import MIN_MAX_LINE, Allowance
 from protocol.link import call_pausing_outages, close_reason, current_outage, outage_seconds
 from protocol.messages import (
     MOVE_TIME_OPTION_MAX,
@@ -83,7 +84,6 @@ from protocol.messages import (
     protocol_compatible,
 )
 from protocol.mqtt import MqttHostListener, MqttSettings
-from protocol.tcp import serve
 
 log = structlog.get_logger()
 
@@ -111,6 +111,11 @@ class HostSettings(GameOptions):
     # with ``hello resumeGame`` (docs/mqtt.md); 0: no waiting, the bot forfeits at once.
     resume_grace: float = Field(default=0.0, ge=0)
     mqtt: MqttSettings | None = None  # also serve bots through this broker
+    # New TCP connections a second, per address, that have not proved themselves (no welcomed hello yet), after
+    # a burst of ``stranger_burst``: one over it is closed at once, unread (bot/host/strangers.py, docs/host.md).
+    # A welcomed hello gives its connection's share back, so bots never spend their address's allowance.
+    stranger_rate: float = Field(default=2.0, gt=0)
+    stranger_burst: float = Field(default=10.0, ge=1)
 
     @model_validator(mode="after")
     def _times_fit(self) -> HostSettings:
@@ -318,9 +323,10 @@ def _safe_file_name(game_id: str) -> str:
 class _Greeter:
     """The host's request handler for one connection: the only thing a bot may call is hello."""
 
-    def __init__(self, host: Host, peer: str) -> None:
+    def __init__(self, host: Host, peer: str, address: str | None = None) -> None:
         self.host = host
         self.peer = peer
+        self.address = address  # a TCP connection's address: its stranger's share is given back once welcomed
         self.endpoint: Endpoint | None = None
         self.session: BotSession | None = None
         self.answered = asyncio.Event()  # hello got an answer, welcome or refusal
@@ -371,9 +377,12 @@ class _Greeter:
                            resume_key=self.session.resume_key)
 
     def _trust(self) -> None:
-        """The hello was welcomed: the connection is a bot's now, no longer held to a stranger's budget."""
+        """The hello was welcomed: the connection is a bot's now, no longer held to a stranger's budget, and it
+        costs its address nothing of the strangers' allowance."""
         if self.endpoint is not None and self.endpoint.budget is not None:
             self.endpoint.budget.lift()
+        if self.address is not None:
+            self.host._strangers.proved(self.address)
 
     async def handle_notification(self, method: str, params: BaseModel) -> None:
         if isinstance(params, GoodbyeParams) and self.endpoint is not None:
@@ -386,8 +395,11 @@ class _Greeter:
 
 
 class Host:
-    def __init__(self, settings: HostSettings | None = None) -> None:
+    def __init__(self, settings: HostSettings | None = None, *, clock: Clock = time.monotonic) -> None:
+        """``clock``: the strangers' limit's (a test's fake clock decides when the buckets refill)."""
         self.settings = settings or HostSettings()
+        self._strangers = StrangerLimit(self.settings.stranger_rate, self.settings.stranger_burst, clock=clock)
+        self._stranger_log = StrangerLog()
         self.sessions: dict[str, BotSession] = {}
         self.results: list[GameResult] = []
         self._server: asyncio.Server | None = None
@@ -407,8 +419,9 @@ class Host:
 
     async def start(self) -> int:
         """Listen (on TCP, and on MQTT when configured); returns the TCP port (useful with port 0)."""
-        self._server = await serve(self.settings.host, self.settings.port, self._serve_connection)
+        self._server = await serve_admitted(self.settings.host, self.settings.port, self._admit, self._serve_connection)
         log.info("host.listening", host=self.settings.host, port=self.port)
+        self._spawn(self._summarise_strangers())
         if self.settings.mqtt is not None:
             self._mqtt = MqttHostListener(self.settings.mqtt, self._serve_connection)
             try:
@@ -457,10 +470,27 @@ class Host:
                 async with asyncio.timeout(2.0):
                     await self._server.wait_closed()
 
-    async def _serve_connection(self, channel: Channel) -> None:
-        greeter = _Greeter(self, channel.peer)
-        # A stranger until its hello is welcomed: bounded in what it may send and make us log.
-        budget = Budget(Allowance(bytes=2 * self.settings.max_line))  # room for a mistake and its hello
+    def _admit(self, address: str) -> bool:
+        """A TCP connection from ``address``, as it is accepted: over its address's allowance of strangers it is
+        reset at once, unread, and counted in the next summary line."""
+        if self._strangers.admit(address):
+            return True
+        self._stranger_log.refused[address] += 1
+        return False
+
+    async def _summarise_strangers(self) -> None:
+        """Once a second: a line per address whose strangers were refused or dropped, not one per connection."""
+        while True:
+            await asyncio.sleep(1.0)
+            self._stranger_log.flush()
+            self._strangers.forget_full()
+
+    async def _serve_connection(self, channel: Channel, address: str | None = None) -> None:
+        """One connection; ``address``: a TCP connection's, admitted by the strangers' limit."""
+        greeter = _Greeter(self, channel.peer, address)
+        # A stranger until its hello is welcomed: bounded in what it may send and make us log (its invalid
+        # messages are not logged one by one: the connection is counted in the strangers' summary line).
+        budget = StrangerBudget(Allowance(bytes=2 * self.settings.max_line))  # room for a mistake and its hello
         endpoint = Endpoint(channel, host_codec(max_line=self.settings.max_line), greeter, budget=budget)
         greeter.endpoint = endpoint
         serving = asyncio.create_task(endpoint.run())
@@ -473,7 +503,7 @@ class Host:
             answered.cancel()
             gone.cancel()
             if not greeter.answered.is_set() and not endpoint.closed:
-                log.warning("host.no_hello", peer=channel.peer)
+                log.debug("host.no_hello", peer=channel.peer)  # counted in the strangers' summary
                 await endpoint.close("no hello in time")
             if greeter.session is None and not endpoint.closed:
                 # Refused: let the error reach the bot, then hang up.
@@ -483,8 +513,10 @@ class Host:
                 await endpoint.close("hello refused")
             await serving
         finally:
+            if greeter.session is None:  # never welcomed: a stranger, dropped or refused
+                self._stranger_log.dropped[address or channel.peer] += 1
             # A session that a resumed connection took over lives on without this one.
-            if greeter.session is not None and greeter.session.endpoint is endpoint:
+            elif greeter.session.endpoint is endpoint:
                 await self._unregister(greeter.session)
 
     async def _resume(self, params: HelloParams, endpoint: Endpoint) -> tuple[BotSession, int] | None:
@@ -589,41 +621,61 @@ class Host:
         is called and the games under way are over. A void game (a bot said goodbye before it started) is
         not a result: ``on_result`` does not see it."""
         met: Counter[frozenset[str]] = Counter()
-        started = 0
+        # ``max_games`` counts games played, not games planned: a pairing holds the games it means to play
+        # (``reserved``) and hands back those it did not play (a bot crashed or left, a void game), so that
+        # another pairing plays them. Counting a pairing's games as played when it began ended a run short.
+        reserved = 0  # the games played plus those the pairings under way still mean to play
+        played = 0  # games with a result (void games are none)
         pairings: set[asyncio.Task[None]] = set()
 
         def playing(session: BotSession) -> bool:
             return session.alive and not session.left
 
+        def all_played() -> bool:
+            return max_games is not None and played >= max_games
+
         async def pairing(a: BotSession, b: BotSession, games: int) -> None:
+            nonlocal reserved, played
+            done = 0
             try:
                 for i in range(games):
                     if self._stopping or not (playing(a) and playing(b)):
                         break
                     red, blue = (a, b) if i % 2 == 0 else (b, a)
                     result = await self.play_game(red, blue)
-                    if on_result is not None and not result.void:
+                    if result.void:
+                        continue
+                    done += 1
+                    played += 1
+                    if on_result is not None:
                         try:
                             on_result(result)
                         except Exception:  # the caller's bug (printing, saving) must not stop the lobby
                             log.exception("host.on_result_failed", game=result.game_id)
             finally:
-                self.release(a)
+                reserved -= games - done  # the games not played are free for the next pairing
+                self.release(a)  # wakes the lobby: a pair to make, games to hand out, or the end
                 self.release(b)
 
+        def next_step() -> tuple[BotSession, BotSession] | bool:
+            if self._stopping or all_played():
+                return True
+            if max_games is not None and reserved >= max_games:
+                return False  # every game is held by a pairing under way: wait for one to play or hand back
+            return self._pick_pair(met) or False
+
         try:
-            while (max_games is None or started < max_games) and not self._stopping:
+            while True:
                 async with self._changed:
-                    pair = await self._changed.wait_for(lambda: self._stopping or self._pick_pair(met))
-                    if self._stopping:
-                        break
-                    assert isinstance(pair, tuple)
-                    a, b = pair
+                    step = await self._changed.wait_for(next_step)
+                    if not isinstance(step, tuple):
+                        break  # stopping, or every game played
+                    a, b = step
                     a.busy = b.busy = True
                 games = games_per_pairing
                 if max_games is not None:
-                    games = min(games, max_games - started)
-                started += games
+                    games = min(games, max_games - reserved)
+                reserved += games
                 met[frozenset((a.name + a.id, b.name + b.id))] += 1
                 task = asyncio.create_task(pairing(a, b, games))
                 pairings.add(task)
