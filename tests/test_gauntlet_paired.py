@@ -88,15 +88,15 @@ def test_the_allocation_hands_out_every_slot_and_starves_no_opponent(strata: dic
     out = allocate(strata, allocated, new)
     assert sum(out.values()) == new and all(n >= 0 for n in out.values())
     assert out == allocate(strata, allocated, new)  # deterministic
-    # Each opponent's share of all slots is at least the floor's (a standard deviation is at most 1) once the
-    # new slots fill it: after enough rounds, nobody is left behind.
+    # Each opponent's share of all slots is at least the floor's (a standard deviation counts at most 1) once
+    # the new slots fill it: after enough rounds, nobody is left behind.
     counts = dict(allocated)
     for _ in range(30):
         for name, n in allocate(strata, counts, 10).items():
             counts[name] += n
     total = sum(counts.values())
     k = len(strata)
-    assert all(counts[name] >= total * FLOOR_SD / (FLOOR_SD + (k - 1)) - 1 for name in strata)
+    assert all(counts[name] >= math.floor(total * FLOOR_SD / (FLOOR_SD + (k - 1))) for name in strata)
 
 
 def test_the_allocation_favours_the_opponent_whose_pairs_vary() -> None:
@@ -345,17 +345,23 @@ def test_the_command_stops_at_the_sprts_verdict_resumes_and_reports_the_same(
     assert code == 0, capsys.readouterr().out[-2000:]
     verdict = json.loads(out.read_text())
     assert verdict["sprt"]["verdict"] == "H1" and verdict["sprt"]["decided_at_pairs"] < 40
-    assert verdict["stratified"]["mean"] == 1.0 and verdict["pairs"] * 2 == len(played) < 80
+    assert verdict["stratified"]["mean"] == 1.0
+    # The games in play at the verdict finish, recorded but not counted: the figures are the rounds up to it.
+    assert verdict["pairs"] * 2 <= len(played) <= verdict["pairs"] * 2 + 4
     assert {row["opponent"]: row["pentanomial"][4] for row in verdict["opponents"]} == {
         row["opponent"]: row["pairs"] for row in verdict["opponents"]}
     rate = verdict["failures_per_100"]["marshal to bomb"]
     assert rate["candidate"]["games"] == rate["baseline"]["games"] == verdict["pairs"]
     first = played[:]
-    for name in first[-3:]:
+    gone = first[4:7]  # games of the first rounds: the run as if stopped there, and later ones played
+    for name in gone:
         (records / f"{name}.json").unlink()
     played.clear()
+    assert main(["gauntlet", "--report", str(records), *common]) == 0  # a run stopped short: up to its first gap
+    short = json.loads(out.read_text())
+    assert short["pairs"] < verdict["pairs"] and short["sprt"]["verdict"] is None and not played
     assert main(["gauntlet", "--resume", str(records), "--concurrency", "1", *common]) == 0
-    assert sorted(played) == sorted(first[-3:])
+    assert sorted(played) == sorted(gone)
     assert json.loads(out.read_text())["sprt"] == verdict["sprt"]
     assert main(["gauntlet", "--report", str(records), *common]) == 0
     again = json.loads(out.read_text())

@@ -537,9 +537,12 @@ def save_outcome(outcome: GauntletOutcome, records: Path, console: Console) -> P
     job = outcome.job
     if outcome.record is None:
         console.print(f"[red]{job.game_id}: no record: {outcome.error}[/red]", highlight=False, soft_wrap=True)
+        # Played and failed, not unplayed: a report plays the schedule on past it (--resume plays it again).
+        (records / f"{job.game_id}{FAILED_SUFFIX}").write_text(f"{outcome.error}\n", encoding="utf-8")
         return None
     path = records / f"{job.game_id}.json"
     outcome.record.save(path)
+    (records / f"{job.game_id}{FAILED_SUFFIX}").unlink(missing_ok=True)  # played again (--resume), this time with one
     console.print(game_line(outcome.record, job.ours, outcome.seconds), highlight=False, soft_wrap=True)
     return path
 
@@ -743,6 +746,7 @@ def report(paths: Sequence[Path], ours: str, console: Console, *, seconds: float
 
 
 PLAN_FILE = "paired.json"
+FAILED_SUFFIX = ".failed"  # beside the records: a game that was played and gave none
 PLAN_FORMAT = "perspecto-paired-gauntlet/1"
 BASELINES_DIR_ENV = "PERSPECTO_BASELINES"
 
@@ -1036,13 +1040,18 @@ def play_paired(args: argparse.Namespace, plan: PairedPlan, profiles: ProfileSet
 
 
 def replay_schedule(plan: PairedPlan, opponents: Sequence[str], records: Path) -> PairedSchedule:
-    """The schedule a paired run played, again from its records (a game without a record: failed)."""
+    """The schedule a paired run played, again from its records: a game with a record has its score, one that
+    failed (``GAME_ID.failed``) none; the first game with neither was not played, and the schedule ends there
+    (a run stopped short, or still playing)."""
     schedule = plan.schedule(opponents)
     while (slot := schedule.next_slot()) is not None:
         for arm in ARMS:
             spec = plan.arm(arm)
-            path = records / f"{game_id(spec.name, slot.opponent, slot.number)}.json"
-            schedule.record(slot.opponent, slot.number, arm, existing_score(path, spec.name))
+            gid = game_id(spec.name, slot.opponent, slot.number)
+            score = existing_score(records / f"{gid}.json", spec.name)
+            if score is None and not (records / f"{gid}{FAILED_SUFFIX}").is_file():
+                return schedule
+            schedule.record(slot.opponent, slot.number, arm, score)
     return schedule
 
 
@@ -1072,13 +1081,14 @@ def paired_table(plan: PairedPlan, schedule: PairedSchedule) -> tuple[Table, dic
     for column in ("opponent", "slots", "pairs", f"{plan.candidate.name}", f"{plan.baseline.name}",
                    "pairs -1 / -½ / 0 / +½ / +1", "difference [95 %]"):
         table.add_column(column, overflow="fold")
+    played = {name: len({n for (o, n, _arm) in schedule.scores if o == name}) for name in strata}
     rows: list[dict[str, Any]] = []
     for name, differences in strata.items():
         estimate = pooled_estimate(differences)
         counts = pentanomial(differences).counts
-        table.add_row(name, str(schedule.allocated[name]), str(len(differences)), _mean_score(cand[name]),
+        table.add_row(name, str(played[name]), str(len(differences)), _mean_score(cand[name]),
                       _mean_score(base[name]), " / ".join(map(str, counts)), _difference(estimate))
-        rows.append({"opponent": name, "slots": schedule.allocated[name], "pairs": len(differences),
+        rows.append({"opponent": name, "slots": played[name], "pairs": len(differences),
                      "candidate_score": sum(cand[name]) / len(cand[name]) if cand[name] else None,
                      "baseline_score": sum(base[name]) / len(base[name]) if base[name] else None,
                      "pentanomial": list(counts), "difference": None if estimate is None else estimate.to_json()})
@@ -1086,8 +1096,9 @@ def paired_table(plan: PairedPlan, schedule: PairedSchedule) -> tuple[Table, dic
     stratified, pooled = stratified_estimate(strata), pooled_estimate(everything)
     all_cand = [s for ss in cand.values() for s in ss]
     all_base = [s for ss in base.values() for s in ss]
-    table.add_row("all: opponents weighed equally", str(schedule.slots), str(len(everything)), _mean_score(all_cand),
-                  _mean_score(all_base), " / ".join(map(str, pentanomial(everything).counts)), _difference(stratified))
+    table.add_row("all: opponents weighed equally", str(sum(played.values())), str(len(everything)),
+                  _mean_score(all_cand), _mean_score(all_base), " / ".join(map(str, pentanomial(everything).counts)),
+                  _difference(stratified))
     table.add_row("all: pooled by slots", "", "", "", "", "", _difference(pooled))
     data = {"opponents": rows, "stratified": None if stratified is None else stratified.to_json(),
             "pooled": None if pooled is None else pooled.to_json(), "pairs": len(everything)}

@@ -17,7 +17,7 @@ opponent whose few pairs all agree (both arms beat it every time) does not claim
 
 The allocation (``allocate``, Neyman's for a stratified mean of equal weights): an opponent's share of all
 slots is proportional to the standard deviation of its paired differences, estimated with that prior and
-never below ``FLOOR_SD``; each round's new slots go one by one to the opponent furthest below its share
+kept within [``FLOOR_SD``, 1]; each round's new slots go one by one to the opponent furthest below its share
 (ties: the order the opponents were named in). Deterministic: the same results give the same schedule, so a
 resumed run or a report plays the schedule again from the records. The floor keeps every opponent's share
 above FLOOR_SD / (FLOOR_SD + (K - 1) · 1) (a paired difference's standard deviation is at most 1): none is
@@ -142,14 +142,15 @@ def unpaired_slots(candidate: Mapping[str, Sequence[float]], baseline: Mapping[s
 
 def allocate(strata: Mapping[str, Sequence[float]], allocated: Mapping[str, int], new_slots: int) -> dict[str, int]:
     """Neyman allocation of ``new_slots`` among the opponents of ``strata`` (in its order): each one's share of
-    all slots (``allocated`` so far plus the new) proportional to max(FLOOR_SD, sqrt(stratum_variance)); the
-    new slots go one by one to the opponent furthest below its share (ties: the first named)."""
+    all slots (``allocated`` so far plus the new) proportional to sqrt(stratum_variance) kept within
+    [FLOOR_SD, 1] (a difference in [-1, 1] has a standard deviation of at most 1; a sample of two can show
+    more); the new slots go one by one to the opponent furthest below its share (ties: the first named)."""
     if new_slots < 0:
         raise ValueError(f"slots to allocate: at least 0, not {new_slots}")
     names = list(strata)
     if not names:
         raise ValueError("no opponent to allocate slots to")
-    sds = {name: max(FLOOR_SD, math.sqrt(stratum_variance(strata[name]))) for name in names}
+    sds = {name: min(1.0, max(FLOOR_SD, math.sqrt(stratum_variance(strata[name])))) for name in names}
     total = sum(allocated.get(name, 0) for name in names) + new_slots
     weight = sum(sds.values())
     target = {name: total * sds[name] / weight for name in names}
