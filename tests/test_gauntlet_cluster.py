@@ -264,6 +264,8 @@ def test_a_worker_without_a_program_plays_none_of_its_games_and_without_any_such
     assert played(records) == [f"perspecto-vs-{o}-{s:05d}" for o in ("ucc-basic_cpp", "ucc-basic_python")
                                for s in range(2)]
     assert sorted(referee_logs(cluster, "partial") + referee_logs(cluster, "full")) == played(records)
+    assert sorted(p.stem for p in (records / "referee").glob("*.log")) == played(records)  # sent back
+    assert sorted(p.stem for p in (records / "referee").glob("*.out")) == played(records)
     assert not [g for g in referee_logs(cluster, "partial") if "basic_python" in g]
     assert [g for g in referee_logs(cluster, "full") if "basic_python" in g] == [
         "perspecto-vs-ucc-basic_python-00000", "perspecto-vs-ucc-basic_python-00001"]

@@ -26,9 +26,9 @@ The games are jobs (``GauntletJob``, bot/commands/gauntlet.py) that ``ClusterExe
 ``concurrent.futures.Executor`` interface the gauntlet's run loop uses locally: on the worker the job's
 paths (referee, programs, logs) are replaced by the worker's own, the game is played by the gauntlet's
 own ``play_gauntlet_job``, and the outcome (the record inside) comes back to the client, which saves it
-under ``--records``. The referee's logs stay in the worker's folder. A worker killed mid-game loses
-nothing: Dask plays the game again elsewhere, and its future is resolved once (a game that comes back
-twice counts once).
+under ``--records``, with the referee's files of the game (where a local run keeps them: ``referee/``).
+A worker killed mid-game loses nothing: Dask plays the game again elsewhere, and its future is resolved
+once (a game that comes back twice counts once).
 
 This module does not import bot/commands/gauntlet.py (which imports it for ``--cluster``): the
 gauntlet's own functions a worker needs (``find_referee``, ``program_path``, ``write_our_wrapper``) are
@@ -73,6 +73,7 @@ T = TypeVar("T")
 PLAYS = "gauntlet"  # what the workers play, in the cluster's lines
 WORKER_FOLDER = "perspecto-gauntlet"  # under a worker's local directory: a folder a run
 WAIT_SLICE = 0.5  # seconds the executor waits on the games at a time (a finished game is taken within it)
+REFEREE_FILES = (".log", ".out", ".err")  # what the referee leaves of a game (bot/ucc/referee.py), sent back
 
 
 class Program(Protocol):
@@ -222,20 +223,24 @@ def worker_kit(needs: Needs) -> Kit:
     return Kit(identity, profile, programs, missing, referee, tuple(problems))
 
 
-def play_here(play: Callable[[Any], Any], job: Any, needs: Needs, expected: Identity) -> Any:
+def play_here(play: Callable[[Any], Any], job: Any, needs: Needs, expected: Identity) -> tuple[Any, dict[str, str]]:
     """The task of one game on a worker: check it is still the client's Perspecto, give the job this
     worker's paths (through the referee: its referee, our side and the opponent's program, logs in its
-    folder), play it with the gauntlet's ``play`` and send back the outcome under the client's job."""
+    folder), play it with the gauntlet's ``play``; send back the outcome under the client's job, and the
+    referee's files of the game (its log, its output, the programs' stderr: file name -> text), which the
+    client keeps where a local run keeps them (a worker's folder goes when the worker stops)."""
     check_identity(expected, PLAYS)
-    local = job
-    if needs.via == "referee":
-        folder = _folder(needs.run) / "referee"
-        folder.mkdir(parents=True, exist_ok=True)
-        opponent = next(o for o in needs.opponents if o.name == job.opponent)
-        local = dataclasses.replace(job, referee=_referee_here(needs), our_program=_our_program_here(needs),
-                                    opponent_program=needs.tools.program_path(opponent, folder), work=folder)
+    if needs.via != "referee":
+        return dataclasses.replace(play(job), job=job), {}
+    folder = _folder(needs.run) / "referee"
+    folder.mkdir(parents=True, exist_ok=True)
+    opponent = next(o for o in needs.opponents if o.name == job.opponent)
+    local = dataclasses.replace(job, referee=_referee_here(needs), our_program=_our_program_here(needs),
+                                opponent_program=needs.tools.program_path(opponent, folder), work=folder)
     outcome = play(local)
-    return dataclasses.replace(outcome, job=job)
+    files = {f"{job.game_id}{suffix}": (folder / f"{job.game_id}{suffix}").read_text(errors="replace")
+             for suffix in REFEREE_FILES if (folder / f"{job.game_id}{suffix}").is_file()}
+    return dataclasses.replace(outcome, job=job), files
 
 
 # --- on the client: the workers -------------------------------------------------------------------------
@@ -408,7 +413,8 @@ class ClusterExecutor(Executor):
         if future.status == "cancelled":  # not by us (we drop the games we cancel): the scheduler is gone
             raise self._workers.gone()
         try:
-            outcome = future.result()
+            outcome, files = future.result()
+            self._keep(game.job, files)
         except WorkerMismatch as exc:
             self._settle(game, error=ClusterError(f"game {game.job.game_id}: {exc}"))
         except Exception as exc:  # KilledWorker (it killed too many workers) or a bug in a game
@@ -419,6 +425,14 @@ class ClusterExecutor(Executor):
             self._settle(game, outcome=outcome)
         finally:
             future.release()
+
+    @staticmethod
+    def _keep(job: Any, files: dict[str, str]) -> None:
+        """The referee's files of a game, where the local run writes them (the job's folder, here)."""
+        if files:
+            job.work.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (job.work / name).write_text(text, encoding="utf-8")
 
     @staticmethod
     def _settle(game: _Game, *, outcome: Any = None, error: BaseException | None = None) -> None:
