@@ -444,3 +444,34 @@ def test_a_paired_gauntlet_through_the_real_referee(tmp_path: Path) -> None:
         a, b = games[f"perspecto-vs-ucc-basic_cpp-{slot}"], games[f"random-vs-ucc-basic_cpp-{slot}"]
         side = "red" if slot == "00000" else "blue"
         assert a[side]["name"] == "perspecto" and b[side]["name"] == "random"
+
+
+def test_a_baseline_is_a_profile_else_a_revision_checked_out_in_its_own_worktree(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.cli import main
+    from bot.commands.gauntlet import GauntletError, git_commit, prepare_worktree, resolve_baseline
+    from bot.profiles import load_configuration
+
+    _settings, profiles = load_configuration(None)
+    candidate = ArmSpec("candidate", "perspecto", "perspecto")
+    assert resolve_baseline("random", candidate, profiles) == ArmSpec("baseline", "random", "random")
+    head = git_commit("HEAD")
+    assert head is not None and len(head) == 40
+    revision = resolve_baseline("HEAD", candidate, profiles)
+    assert (revision.name, revision.profile, revision.revision) == (f"perspecto@{head[:8]}", "perspecto", head)
+    for spec, message in (("perspecto", "the candidate's own profile"), ("ucc-basic_cpp", "UCC program"),
+                          ("no-such-rev-or-profile", "neither a profile")):
+        with pytest.raises(GauntletError, match=message):
+            resolve_baseline(spec, candidate, profiles)
+    # A folder there that holds something else is not taken for the revision's checkout.
+    (tmp_path / head).mkdir()
+    with pytest.raises(GauntletError, match="not " + head[:8]):
+        prepare_worktree(revision, tmp_path, Console(file=open(os.devnull, "w")))
+    config = tmp_path / "config"
+    (config / "profiles").mkdir(parents=True)
+    (config / "profiles" / "ucc-one.toml").write_text(
+        f'engine = "ucc"\n[engine_params]\ncommand = "{sys.executable}"\n', encoding="utf-8")
+    capsys.readouterr()
+    assert main(["gauntlet", "ucc-one", "--via", "lab", "--baseline", "HEAD", "--baseline-dir", str(tmp_path),
+                 "--config", str(config)]) == 2
+    assert "--via lab plays profiles of this Perspecto only" in capsys.readouterr().out
