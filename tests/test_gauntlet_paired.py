@@ -475,3 +475,37 @@ def test_a_baseline_is_a_profile_else_a_revision_checked_out_in_its_own_worktree
     assert main(["gauntlet", "ucc-one", "--via", "lab", "--baseline", "HEAD", "--baseline-dir", str(tmp_path),
                  "--config", str(config)]) == 2
     assert "--via lab plays profiles of this Perspecto only" in capsys.readouterr().out
+
+
+def test_a_single_arm_run_resumes_with_the_games_it_has_and_shows_failures_per_100(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import bot.commands.gauntlet as gauntlet
+    from bot.cli import main
+    from engine_ext.rules.record import GameRecord, RecordedPlayer
+
+    played: list[str] = []
+
+    def stand_in(job: GauntletJob) -> GauntletOutcome:
+        played.append(job.game_id)
+        red, blue = (job.ours, job.opponent) if job.our_side == Side.RED else (job.opponent, job.ours)
+        record = GameRecord(ruleset="classic", options={}, red=RecordedPlayer(red, {}), blue=RecordedPlayer(blue, {}),
+                            result={"winner": str(job.our_side), "reason": "forfeit_timeout", "plies": 0,
+                                    "forfeits": [str(job.our_side.other)]}, game_id=job.game_id)
+        return GauntletOutcome(job, record, 0.0)
+
+    monkeypatch.setattr(gauntlet, "play_gauntlet_job", stand_in)
+    config = tmp_path / "config"
+    (config / "profiles").mkdir(parents=True)
+    (config / "profiles" / "ucc-one.toml").write_text(
+        f'engine = "ucc"\n[engine_params]\ncommand = "{sys.executable}"\n', encoding="utf-8")
+    records, out = tmp_path / "records", tmp_path / "table.json"
+    args = ["gauntlet", "ucc-one", "--via", "lab", "--games", "4", "--seed", "2", "--config", str(config),
+            "--json", str(out)]
+    assert main([*args, "--records", str(records)]) == 0
+    assert len(played) == 4 and "failures per 100 games" in capsys.readouterr().out
+    (records / f"{played[1]}.json").unlink()
+    gone, played[:] = played[1], []
+    assert main([*args, "--resume", str(records)]) == 0
+    assert played == [gone]
+    table = json.loads(out.read_text())
+    assert table["all"]["games"] == 4 and table["all"]["failures_per_100"]["flag taken by a miner"]["games"] == 4
