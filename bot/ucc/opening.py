@@ -22,7 +22,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TextIO
 
 from bot.daemon.fallback_setup import fallback_setup
@@ -44,6 +44,16 @@ from protocol.ucc import (
 
 DEFAULT_MOVE_TIME = 2.0  # the referee's default -T
 RULESET = CLASSIC  # the referee plays the classic 10x10 game with 40 pieces a side
+
+# The most of one referee line ``perspecto ucc`` keeps, here and in the player's reader (bot/ucc/player.py): its
+# longest lines are the colour line and QUIT's result, which name a program by its path (4 KiB at most on Linux);
+# the rest of a longer line is read and dropped, so a peer's endless line costs no memory (issue 46). A line cut
+# so is refused as any bad line is, but for the colour line, whose end this stage keeps (``COLOUR_LINE_END``).
+MAX_LINE_BYTES = 256 * 2**10
+# Of a colour line longer than ``MAX_LINE_BYTES``, the last bytes kept (of the bound): the board's width and
+# height are there, after the opponent's name. The name, cut in its middle, is the only part lost, so the setup
+# still goes out (a 10 MB name is a hostile referee's, and the setup our first deadline).
+COLOUR_LINE_END = 256
 
 SetupChooser = Callable[[Side, random.Random], Mapping[Square, Rank]]
 
@@ -71,6 +81,7 @@ class Opening:
     placement: dict[Square, Rank]
     lines: list[str]  # the setup lines as sent
     sent: float | None = None  # when they went out (time.monotonic()); the referee's next line comes after
+    dropped: int = 0  # bytes of the colour line dropped past MAX_LINE_BYTES (the middle of the name)
 
 
 def load_generator() -> None:
@@ -93,24 +104,68 @@ def input_within(fd: int, seconds: float) -> bool:
         return True  # no telling: treat it as there, and answer it first
 
 
-def read_first_line(fd: int) -> tuple[str | None, bytes]:
-    """The first line that is not blank (None at the end of input without one) and the bytes read after it,
-    which the player's reader goes on from. Raw reads: no buffered file holds back what follows."""
-    pending = b""
+class _Line:
+    """One line as it is read, kept to ``MAX_LINE_BYTES``: all of it, or, once longer, its first bytes and its
+    last ``COLOUR_LINE_END`` (the rest is counted and dropped as it comes). Each byte is looked at once."""
+
+    def __init__(self) -> None:
+        self._head = bytearray()  # the first MAX_LINE_BYTES bytes
+        self._end = b""  # the last COLOUR_LINE_END bytes
+        self.size = 0  # bytes of the line read so far
+
+    def add(self, piece: bytes | memoryview) -> None:
+        if len(self._head) < MAX_LINE_BYTES:
+            self._head += piece[:MAX_LINE_BYTES - len(self._head)]
+        self._end = (self._end + bytes(piece[-COLOUR_LINE_END:]))[-COLOUR_LINE_END:]
+        self.size += len(piece)
+
+    @property
+    def dropped(self) -> int:
+        return max(0, self.size - MAX_LINE_BYTES)
+
+    def kept(self) -> tuple[str, bool]:
+        """The line as kept (decoded, its ``\\r`` dropped) and whether a cut one still holds a colour line's
+        fields whole: its first word before the cut, and its last two words (with the space before them)
+        after it, so that only the name lost its middle."""
+        if not self.dropped:
+            return self._head.decode("utf-8", "replace").rstrip("\r"), True
+        head = bytes(self._head[:MAX_LINE_BYTES - COLOUR_LINE_END])
+        whole = len(head.split()) >= 2 and len(self._end.split()) >= 3
+        return (head + self._end).decode("utf-8", "replace").rstrip("\r"), whole
+
+
+@dataclass(frozen=True)
+class FirstLine:
+    """The first line that is not blank, as kept (``_Line``), and the bytes read after it."""
+
+    text: str
+    rest: bytes
+    dropped: int = 0  # bytes dropped past MAX_LINE_BYTES
+    whole: bool = True  # a cut line still holds a colour line's fields whole (``_Line.kept``)
+
+
+def read_first_line(fd: int) -> FirstLine | None:
+    """The first line that is not blank (None at the end of input without one), kept to ``MAX_LINE_BYTES``
+    in time linear in what is read, and the bytes read after it, which the player's reader goes on from. Raw
+    reads: no buffered file holds back what follows."""
+    line = _Line()
     while True:
-        while b"\n" in pending:
-            raw, pending = pending.split(b"\n", 1)
-            line = raw.decode("utf-8", "replace").rstrip("\r")
-            if line.strip():
-                return line, pending
         try:
             chunk = os.read(fd, 65536)
         except OSError:
             chunk = b""
         if not chunk:
-            line = pending.decode("utf-8", "replace").rstrip("\r")
-            return (line, b"") if line.strip() else (None, b"")
-        pending += chunk
+            text, whole = line.kept()
+            return FirstLine(text, b"", line.dropped, whole) if text.strip() else None
+        view, start = memoryview(chunk), 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            line.add(view[start:end])
+            start = end + 1
+            text, whole = line.kept()
+            if text.strip():
+                return FirstLine(text, chunk[start:], line.dropped, whole)
+            line = _Line()
+        line.add(view[start:])
 
 
 def colour_line(line: str) -> ColourLine | None:
@@ -140,17 +195,17 @@ def open_game(fd: int, out: TextIO, rng: random.Random) -> tuple[Opening | None,
     """Read the colour line from ``fd`` and answer it on ``out``; the opening (None if the first line is not
     a colour line for a classic board) and the input still to be read by the player (with that first line,
     when it was not answered here)."""
-    line, rest = read_first_line(fd)
-    if line is None:
+    first = read_first_line(fd)
+    if first is None:
         return None, b""
-    event = colour_line(line)
-    if event is None:
-        return None, line.encode() + b"\n" + rest
+    event = colour_line(first.text) if first.whole else None
+    if event is None:  # a line cut past MAX_LINE_BYTES goes on cut: the player refuses it as any bad line
+        return None, first.text.encode() + b"\n" + first.rest
     try:
         opening = answer_colour(event, rng, out)
     except BrokenPipeError:  # the referee has gone; the player finds out and exits quietly
         return None, b""
-    return opening, rest
+    return replace(opening, dropped=first.dropped), first.rest
 
 
 # How long, as a share of the referee's -T counted from the last board row of our first turn, the game loop
@@ -198,10 +253,12 @@ def hold_first_move(fd: int, out: TextIO, opening: Opening, pending: bytes, read
     loaded), a QUIT line comes, or the input ends. Once our first turn's ten board rows are in (after START
     for RED, after RED's first move for BLUE) and ``OPENING_MOVE_SHARE`` of ``move_time`` has gone by on
     ``clock`` without the loop, the move from ``first_move_from_rows`` goes out on ``out``. Every byte read is
-    handed on: the player replays the lines to build its view."""
+    handed on, the player replays the lines to build its view; but a line is kept to ``MAX_LINE_BYTES``, as
+    the player's reader keeps it, the rest dropped as it comes (``ucc.line_too_long`` once the game loop is
+    there; the player refuses the cut line)."""
     import select
 
-    read = pending
+    read = bytearray(pending)  # grows by its chunks in linear time
     stamps = [(len(pending), opening.sent if opening.sent is not None else clock())]  # came with the colour line
     scanned = 0  # bytes of ``read`` looked at for whole lines
     our_turn = False  # START, or the opponent's first move: the rows that follow are our first turn's
@@ -210,6 +267,8 @@ def hold_first_move(fd: int, out: TextIO, opening: Opening, pending: bytes, read
     sent: Move | None = None
     answered = False  # the first move has been decided on here (sent, or none found: the player's then)
     open_input = True
+    cut: list[int] = []  # bytes dropped of each line cut at MAX_LINE_BYTES
+    dropping = False  # the rest of a cut line is still coming
     while True:
         while (end := read.find(b"\n", scanned)) >= 0:
             line = read[scanned:end].decode("utf-8", "replace").rstrip("\r")
@@ -219,7 +278,7 @@ def hold_first_move(fd: int, out: TextIO, opening: Opening, pending: bytes, read
             except UccProtocolError:
                 continue  # the player reads it again and says what is wrong with it
             if isinstance(event, QuitLine):
-                return FirstMoveStage(read, tuple(stamps), sent, quit=line)
+                return FirstMoveStage(bytes(read), tuple(stamps), sent, quit=line)
             if answered or due is not None:
                 continue
             if isinstance(event, (StartLine, MoveLine)):
@@ -228,6 +287,11 @@ def hold_first_move(fd: int, out: TextIO, opening: Opening, pending: bytes, read
                 rows.append(event.cells)
                 if len(rows) == RULESET.height:
                     due = clock() + OPENING_MOVE_SHARE * move_time
+        if len(read) - scanned > MAX_LINE_BYTES:  # no end in sight: keep the bound's worth, drop the rest
+            cut.append(len(read) - scanned - MAX_LINE_BYTES)
+            del read[scanned + MAX_LINE_BYTES:]
+            stamps[-1] = (min(stamps[-1][0], len(read)), stamps[-1][1])  # the earlier ones end before
+            dropping = True
         if due is not None and clock() >= due:
             sent = first_move_from_rows(rows, rng)
             due, answered = None, True
@@ -244,14 +308,38 @@ def hold_first_move(fd: int, out: TextIO, opening: Opening, pending: bytes, read
         except (OSError, ValueError):
             readable = [ready_fd]  # no telling: hand over to the player
         if ready_fd in readable:
-            return FirstMoveStage(read, tuple(stamps), sent)
+            _log_cut(opening.dropped, cut)
+            return FirstMoveStage(bytes(read), tuple(stamps), sent)
         if fd in readable:
             try:
                 chunk = os.read(fd, 65536)
             except OSError:
                 chunk = b""
+            if chunk and dropping:  # the cut line goes on: dropped up to its end, which follows the kept part
+                end = chunk.find(b"\n")
+                if end < 0:
+                    cut[-1] += len(chunk)
+                    continue
+                cut[-1] += end
+                chunk, dropping = chunk[end:], False
             if chunk:
                 read += chunk
                 stamps.append((len(read), clock()))
             else:
                 open_input = False  # the end of input: the player reads it after these bytes
+
+
+def _log_cut(colour_line: int, lines: list[int]) -> None:
+    """``ucc.line_too_long`` for the colour line and the lines this stage cut (bytes dropped): logged once the
+    game loop is there, whose thread has set the logs up (stdout carries the protocol only)."""
+    if not colour_line and not lines:
+        return
+    import structlog
+
+    if not structlog.is_configured():
+        return
+    log = structlog.get_logger()
+    if colour_line:
+        log.warning("ucc.line_too_long", line="colour", kept=MAX_LINE_BYTES, dropped=colour_line)
+    if lines:
+        log.warning("ucc.line_too_long", kept=MAX_LINE_BYTES, dropped=sum(lines), lines=len(lines))

@@ -41,7 +41,7 @@ import structlog
 from bot.daemon.deadline import EngineWorker, answer_by_deadline
 from bot.daemon.engine_interface import MoveEngine, SearchBudget
 from bot.safe_text import clip as clip_text
-from bot.ucc.opening import DEFAULT_MOVE_TIME, RULESET, Opening, SetupChooser, choose_setup
+from bot.ucc.opening import DEFAULT_MOVE_TIME, MAX_LINE_BYTES, RULESET, Opening, SetupChooser, choose_setup
 from bot.ucc.witness import EndWitness
 from engine_ext.engine.timeman import MoveTimes, TimeLimits, TimeManager
 from engine_ext.rules.game import MAX_MOVE_LIMIT, Game, IllegalMove, Move, MoveResult, RulesOptions
@@ -122,10 +122,7 @@ class _Line(NamedTuple):
 # What the reader thread hands the game loop: a line, or None at the end of input.
 _Lines = asyncio.Queue[_Line | None]
 
-# The most of one referee line the reader keeps: its longest lines are the colour line and QUIT's result, which
-# name a program by its path (4 KiB at most on Linux); the rest of a longer line is read and dropped, so a peer's
-# endless line costs no memory (issue 46). A line cut so is refused as any bad line is.
-MAX_LINE_BYTES = 256 * 2**10
+# MAX_LINE_BYTES (bot/ucc/opening.py, whose opening stage keeps lines to it too): the most of a line the reader keeps.
 # The most of the opponent's name (the colour line's) the player keeps, matches profiles with, stores and tells
 # its witness: a real one is a program's path. A 10 MB name, told to the witness after every line, made the
 # first move late (issue 46).

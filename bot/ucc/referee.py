@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engine_ext.bounded_read import FileTooLarge, read_bounded
 from engine_ext.rules.game import MAX_MOVE_LIMIT, Game, IllegalMove, RulesOptions
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.record import GameRecord, RecordedMove, RecordedPlayer
@@ -45,6 +46,17 @@ from protocol.ucc import Outcome, OutcomeKind, UccMove, UccProtocolError, parse_
 # The referee's own defaults: 2 s an answer (-T), a draw after 5000 turns (-m; a turn is a move of each).
 DEFAULT_MOVE_TIME = 2.0
 DEFAULT_MAX_TURNS = 5000
+
+# The most the referee's stdout or its ``-o`` log may hold; more is a ``RefereeLogError`` (a referee, or what
+# stands in its place, may write without end: issue 46). Sized for the longest real game, ``DEFAULT_MAX_TURNS``
+# turns of moves plus board dumps: a move line takes about 21 bytes in real logs (records/base-nolearn/referee:
+# 42.5 KB for 1000 turns, 2 lines a turn), at most about 35; with ``-p`` the referee prints the board after every
+# move, 100 squares of up to 20 bytes each with its colour escapes (Board::PrintPretty), about 2 KB. 5000 turns
+# of 2 moves and 2 boards: about 21 MB, all of it in one file if the log goes to stdout.
+MAX_REFEREE_OUTPUT_BYTES = 32 * 2**20
+# The end of the referee's stderr read for the error of a game with no result line (the programs' logs go there
+# too, as much as they write).
+REFEREE_ERR_TAIL_BYTES = 64 * 2**10
 
 # The log's reason when a player had no mobile piece left at the start of its opponent's turn (game.cpp).
 ATTRITION_END = "Destroyed all mobile enemy pieces"
@@ -371,13 +383,16 @@ def play_referee_game(referee: Path, red: Path, blue: Path, *, names: dict[Side,
             _kill_group(proc.pid)  # the player the referee left stopped, and anything either program started
             proc.wait()
     seconds = time.monotonic() - started
-    result = last_result_line(out_path.read_text(encoding="utf-8", errors="replace"))
+    try:
+        result = last_result_line(read_referee_file(out_path, "the referee's output"))
+    except (OSError, RefereeLogError) as exc:
+        return RefereeGame(None, None, seconds, stopped, f"{out_path}: {exc}", log_path)
     if result is None and not stopped:
-        tail = err_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
+        tail = _read_end(err_path, REFEREE_ERR_TAIL_BYTES).strip().splitlines()[-3:]
         return RefereeGame(None, None, seconds, stopped,
                            f"the referee exited {proc.returncode} with no result line: {' | '.join(tail)}", log_path)
     try:
-        text = log_path.read_text(encoding="utf-8", errors="replace")
+        text = read_referee_file(log_path, "a referee's log")
         log = parse_referee_log(text)
         if result is not None:
             log.result = result
@@ -386,6 +401,25 @@ def play_referee_game(referee: Path, red: Path, blue: Path, *, names: dict[Side,
     except (OSError, RefereeLogError) as exc:
         return RefereeGame(result, None, seconds, stopped, f"{log_path}: {exc}", log_path)
     return RefereeGame(result, record, seconds, stopped, None, log_path)
+
+
+def read_referee_file(path: Path, what: str) -> str:
+    """The referee's stdout or log, read to ``MAX_REFEREE_OUTPUT_BYTES``: a ``RefereeLogError`` when it holds more
+    (``OSError`` when it cannot be read)."""
+    try:
+        return read_bounded(path, MAX_REFEREE_OUTPUT_BYTES, what).decode("utf-8", "replace")
+    except FileTooLarge as exc:
+        raise RefereeLogError(str(exc)) from None
+
+
+def _read_end(path: Path, size: int) -> str:
+    """The last ``size`` bytes of ``path`` at most (nothing if it cannot be read)."""
+    try:
+        with path.open("rb") as file:
+            file.seek(max(0, file.seek(0, os.SEEK_END) - size))
+            return file.read(size).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _kill_group(pgid: int) -> None:

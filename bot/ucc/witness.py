@@ -18,8 +18,20 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from bot.safe_text import clip
+from engine_ext.bounded_read import JsonTooDeep, check_json_depth
+
+# The most of the referee's QUIT line told to the witness (its result names a program by its path, 4 KiB at most;
+# the log cuts a value to 1000 characters anyway): the reader keeps up to 256 KiB of a line.
+QUIT_LINE_MAX = 4096
+# The most of one message the witness reads: the longest is the QUIT line's, at most 12 bytes a character in
+# JSON (a character outside the BMP as two escapes), about 48 KiB. A longer one is dropped as it comes.
+MAX_MESSAGE_BYTES = 64 * 2**10
+# How deep a message nests: {"state": {...}}.
+MAX_MESSAGE_DEPTH = 4
 
 
 class EndWitness:
@@ -61,12 +73,12 @@ class EndWitness:
 
     def quit(self, line: str) -> None:
         """The referee's QUIT line, told before the player handles it."""
-        self._tell({"quit": line})
+        self._tell({"quit": clip(line, QUIT_LINE_MAX)})
 
     def log_quit(self, line: str) -> None:
         """The referee's QUIT line, which the witness is to log as ``ucc.quit`` once the player has gone: the
         player exits at once before its logs are set up (the opening stage, bot/ucc/opening.py)."""
-        self._tell({"quit": line, "log_quit": True})
+        self._tell({"quit": clip(line, QUIT_LINE_MAX), "log_quit": True})
 
     def done(self) -> None:
         """The player has logged its own end: the witness stays silent."""
@@ -84,19 +96,13 @@ def _watch(fd: int, configure_logging: Callable[[], None] | None = None) -> None
     quit_line: str | None = None
     done = False
     log_quit = False  # the player left the QUIT line's log to us
-    pending = b""
-    while chunk := os.read(fd, 65536):
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            state = message.get("state", state)
-            quit_line = message.get("quit", quit_line)
-            done = done or bool(message.get("done"))
-            log_quit = log_quit or bool(message.get("log_quit"))
+    for message in _messages(fd):
+        if isinstance(message.get("state"), dict):
+            state = message["state"]
+        if isinstance(message.get("quit"), str):
+            quit_line = message["quit"]
+        done = done or bool(message.get("done"))
+        log_quit = log_quit or bool(message.get("log_quit"))
     if not done:
         import structlog  # here: the player may fork the witness before it has imported structlog
 
@@ -109,3 +115,36 @@ def _watch(fd: int, configure_logging: Callable[[], None] | None = None) -> None
         why = ("killed right after QUIT, as the referee kills its programs" if quit_line is not None else
                "ended (killed, stopped and killed, or crashed) before any QUIT reached it")
         structlog.get_logger().warning("ucc.killed", why=why, quit=quit_line, **state)
+
+
+def _messages(fd: int) -> Iterator[dict[str, Any]]:
+    """The player's messages, one JSON object a line, until the pipe closes: each byte looked at once, a line
+    kept to ``MAX_MESSAGE_BYTES`` (a longer one, or one that is no JSON object, is skipped)."""
+    line = bytearray()
+    too_long = False  # the line being read is past the bound: skipped up to its end
+    while chunk := os.read(fd, 65536):
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            if not too_long and len(line) + end - start <= MAX_MESSAGE_BYTES:
+                line += chunk[start:end]
+                message = _message(bytes(line))
+                if message is not None:
+                    yield message
+            line.clear()
+            too_long = False
+            start = end + 1
+        if not too_long:
+            line += chunk[start:]
+            if len(line) > MAX_MESSAGE_BYTES:
+                line.clear()
+                too_long = True
+
+
+def _message(raw: bytes) -> dict[str, Any] | None:
+    try:
+        text = raw.decode()
+        check_json_depth(text, MAX_MESSAGE_DEPTH)
+        message = json.loads(text)
+    except (ValueError, JsonTooDeep):
+        return None
+    return message if isinstance(message, dict) else None
