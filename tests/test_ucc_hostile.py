@@ -184,3 +184,27 @@ def test_a_referee_output_or_log_past_the_bound_is_a_clear_error(tmp_path: Path,
                              log_path=tmp_path / "game.log", wall_time=30)
     assert game.record is None
     assert game.error is not None and f"larger than 32 MiB, the most {what} may hold" in game.error, game.error
+
+
+def test_a_failing_setup_library_says_so_on_stderr_never_in_the_protocol_stream(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The setup goes out before logging is set up; structlog's default logger prints to stdout, which is the
+    referee's protocol stream: a warning there would stand before our setup lines."""
+    import random
+
+    import structlog
+
+    import setups.generator
+    from bot.ucc.opening import choose_setup
+    from engine_ext.rules.pieces import Side
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("no library")
+
+    structlog.reset_defaults()
+    monkeypatch.setattr(setups.generator, "generate_setup", broken)
+    placement = choose_setup(Side.RED, random.Random(1))
+    assert len(placement) == 40
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "ucc.setup_library_failed" in err and "no library" in err

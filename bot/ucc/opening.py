@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -67,9 +68,9 @@ def choose_setup(side: Side, rng: random.Random) -> dict[Square, Rank]:
         RULESET.validate_setup(side, placement)
         return placement
     except Exception as exc:  # any failure of the library must not cost the game
-        import structlog  # only on this path: the normal start logs nothing before the setup is out
-
-        structlog.get_logger().warning("ucc.setup_library_failed", error=repr(exc))
+        # Logging is set up only after the setup is out, and structlog's default logger prints to stdout: the
+        # referee's protocol stream, where the line would stand before our setup. Standard error, as every log.
+        print(f"[warning  ] ucc.setup_library_failed error={exc!r}", file=sys.stderr, flush=True)
         return fallback_setup(RULESET, side, rng)
 
 
