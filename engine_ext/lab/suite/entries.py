@@ -47,7 +47,7 @@ CATEGORIES: dict[str, Category] = {c.name: c for c in (
     Category("possible_spy", "our marshal next to (or a step from) a moved unseen piece while their spy is unseen"),
     Category("known_raider", "their shown marshal, general or colonel in our half, with an answer in reach"),
     Category("flag_raider", "a miner or unseen mover a few steps from our flag, with a defender in reach"),
-    Category("won_endgame", "we outrank everything they have left; the game still drew (or shuffled)"),
+    Category("won_endgame", "our strongest piece outranks all they have left; the game still drew or was lost"),
     Category("certain_loss", "a piece of ours next to a shown piece that beats it, and the game attacked it"),
 )}
 

@@ -37,6 +37,7 @@ from engine_ext.rules.record import GameRecord
 REACH = 3  # a defender this many path steps from a flag raider (or fewer) is "in reach"
 ANSWER_REACH = 2  # an answer this many path steps from a known raider (or fewer) is "in reach"
 ENDGAME_FROM = 200  # plies: a won endgame's candidates come from later in the game
+ENDGAME_MOVERS = 8  # and from when they have this many movable pieces left, or fewer: an endgame
 
 
 def _likely_bomb(known: Knowledge) -> str | None:
@@ -89,7 +90,7 @@ def _flag_raider(known: Knowledge) -> str | None:
 
 def _won_endgame(known: Knowledge) -> str | None:
     """Won on the board and nothing of theirs near our flag: the move that matters is one that goes forward."""
-    if not winning_endgame(known):
+    if not winning_endgame(known) or known.their_mover_count() > ENDGAME_MOVERS:
         return None
     targets = flag_targets(known)
     for square, piece in known.theirs.items():
@@ -99,7 +100,7 @@ def _won_endgame(known: Knowledge) -> str | None:
                 return None
     ours, theirs = known.material()
     best = max(known.our_movers().values())
-    return f"we have {ours} movers to their {theirs}, our {best.label} above all theirs"
+    return f"our {best.label} outranks all they have left ({ours} movers to their {theirs})"
 
 
 def _certain_loss(known: Knowledge) -> str | None:
@@ -108,6 +109,12 @@ def _certain_loss(known: Knowledge) -> str | None:
             if loses_for_certain(known, rank, near):
                 return f"our {rank.label} on {square} next to their shown {known.theirs[near].rank.label} on {near}"
     return None
+
+
+def _attack_note(known: Knowledge, move: Move) -> str:
+    """What the game's own attack was, for a category of the game's mistakes."""
+    mover, target = known.ours[move.frm], known.theirs[move.to]
+    return f"our {mover.label} on {move.frm} attacked their shown {target.rank.label} on {move.to}"
 
 
 @dataclass(frozen=True)
@@ -181,8 +188,10 @@ def candidates(path: Path, record: GameRecord, side: Side, categories: Iterable[
             if note is None:
                 continue
             passes = PREDICATES[situation.predicate].check(known, played)
-            if passes and situation.mistakes_only:
-                continue
+            if situation.mistakes_only:
+                if passes:
+                    continue
+                note = _attack_note(known, played)
             found[situation.category].append(Candidate(path, record.game_id or path.stem, ply, side,
                                                        situation.category, situation.predicate,
                                                        record.moves[ply].move, passes, note))

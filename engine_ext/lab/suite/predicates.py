@@ -83,11 +83,13 @@ def flag_defenders(known: Knowledge) -> list[Square]:
 
 
 def winning_endgame(known: Knowledge) -> bool:
-    """Our strongest piece outranks every movable piece they have left, and we have as many movers."""
-    ours, theirs = known.material()
+    """Our strongest piece outranks every movable piece they have left: none of theirs can take it (their spy
+    only takes a marshal), so it can take their movers one by one, and a game that does not is shuffling."""
     our_best = max(known.our_movers().values(), default=None)
     their_best = known.their_strongest_mover()
-    return our_best is not None and ours >= theirs and (their_best is None or our_best > their_best)
+    if our_best is None or (their_best is not None and our_best <= their_best):
+        return False
+    return not (our_best == Rank.MARSHAL and known.their_remaining(Rank.SPY) > 0)
 
 
 def progress_targets(known: Knowledge, rank: Rank) -> list[Square]:
