@@ -384,3 +384,19 @@ def test_relative_paths_reach_the_referee_as_the_files_meant(tmp_path: Path, mon
     assert game.error is None
     assert game.result is not None and game.record is not None
     assert game.record.result is not None and game.record.result["winner"] == "blue"
+
+
+def test_the_report_prints_the_names_and_files_a_folder_gives_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hostile = "\x1b[2J\x1b]0;t\x07x"  # clear the screen, retitle the window, ring the bell
+    records = tmp_path / "records"
+    records.mkdir()
+    record = log_to_record(parse_referee_log(referee_log(MOVES, TIMEOUT_END)),
+                           names={Side.RED: "ours", Side.BLUE: f"[bold]{hostile}"}, game_id="g1")
+    record.save(records / "g1.json")
+    (records / f"{hostile}.json").write_text("not a record", encoding="utf-8")  # a file's name, left out
+    assert main(["gauntlet", "--report", str(records), "--profile", "ours"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "[bold]\\x1b[2J\\x1b]0;t\\x07x" in out  # the opponent's name, markup and all, as written
+    assert f"{records}/\\x1b[2J\\x1b]0;t\\x07x.json: left out: " in out

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +29,7 @@ import distributed
 import pytest
 
 from bot.commands.gauntlet import Opponent, find_referee, program_path, resolve_opponents
-from bot.commands.gauntlet_cluster import GauntletWorkers, Kit, Needs, Tools, worker_kit
+from bot.commands.gauntlet_cluster import GauntletWorkers, Kit, Needs, Ours, Tools, worker_kit
 from bot.profiles import load_configuration
 from bot.ucc.engine import UCC_DIR_ENV
 from engine_ext.lab.cluster import IDENTITY_ENV, Identity
@@ -57,8 +58,13 @@ def opponents(*names: str) -> list[Opponent]:
     return resolve_opponents(names, profiles, here=False)
 
 
-def needs(via: str, *names: str, referee: str | None = None) -> Needs:
-    return Needs(run="run-1", via=via, ours="perspecto", config=str(REPO / "config"), referee=referee,
+SINGLE = (Ours("perspecto", "perspecto"),)
+PAIRED = (Ours("perspecto", "perspecto", "state-candidate"), Ours("random", "random", "state-baseline"))
+
+
+def needs(via: str, *names: str, referee: str | None = None, ours: tuple[Ours, ...] = SINGLE,
+          config: Path = REPO / "config") -> Needs:
+    return Needs(run="run-1", via=via, ours=ours, config=str(config), referee=referee,
                  opponents=tuple(opponents(*names)), move_time=0.5, learn=False,
                  tools=Tools(find_referee, program_path, fake_wrapper))
 
@@ -80,7 +86,7 @@ def test_a_worker_reports_the_programs_it_runs_and_why_it_cannot_run_the_others(
     assert kit.identity == OURS and kit.referee is None and kit.problems == ()
     assert kit.programs == {"ucc-basic_cpp": str(programs / "basic_cpp")}
     assert f"{programs / 'basic_python'} is not an executable file" in kit.missing["ucc-basic_python"]
-    assert kit.profile is not None and len(kit.profile) == 12
+    assert list(kit.profiles) == ["perspecto"] and len(kit.profiles["perspecto"] or "") == 12
     # Through the referee: none where the build would put it, none at the client's path either.
     kit = worker_kit(needs("referee", "ucc-basic_cpp", referee="/opt/client/stratego"))
     (problem,) = kit.problems
@@ -113,7 +119,7 @@ def test_the_client_refuses_a_worker_by_what_it_lacks_and_names_what_an_accepted
     workers = GauntletWorkers("tcp://127.0.0.1:1", needs("referee", "ucc-basic_cpp", "ucc-basic_python"),
                               report=lines.append)
 
-    base = Kit(identity=OURS, profile=workers.profile, programs={"ucc-basic_cpp": "x"},
+    base = Kit(identity=OURS, profiles=workers.profiles, programs={"ucc-basic_cpp": "x"},
                missing={"ucc-basic_python": "no /w/basic_python"}, referee="/w/stratego", problems=())
 
     def kit(**changes: Any) -> Kit:
@@ -125,7 +131,7 @@ def test_the_client_refuses_a_worker_by_what_it_lacks_and_names_what_an_accepted
         "(bench depth 5)")
     assert workers.verdict(kit(problems=("no referee (x)", "y"))) == "no referee (x); y"
     assert "its profile perspecto is not this gauntlet's (digest 000000000000" in str(
-        workers.verdict(kit(profile="000000000000")))
+        workers.verdict(kit(profiles={"perspecto": "000000000000"})))
     assert workers.verdict(kit(programs={})) == "none of the programs: ucc-basic_python: no /w/basic_python"
     assert "cannot tell what it has" in str(workers.verdict(OURS))
     workers.accepted = {"tcp://a:1": 1, "tcp://b:1": 2}
@@ -137,6 +143,46 @@ def test_the_client_refuses_a_worker_by_what_it_lacks_and_names_what_an_accepted
     workers.admitted("tcp://b:1", workers.answers["tcp://b:1"])
     assert lines == ["worker tcp://a:1 lacks ucc-basic_python: it plays none of those games (ucc-basic_python: "
                      "no /w/basic_python)"]
+
+
+@pytest.mark.usefixtures("identity")
+def test_a_paired_runs_worker_writes_both_arms_wrappers_and_is_refused_where_either_profile_differs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "programs"
+    executable(folder / "stratego")
+    executable(folder / "basic_cpp")
+    for name in ("PERSPECTO_UCC2012", REFEREE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(UCC_DIR_ENV, str(folder))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "worker"))
+    kit = worker_kit(needs("referee", "ucc-basic_cpp", ours=PAIRED))
+    assert kit.problems == () and sorted(kit.profiles) == ["perspecto", "random"]
+    referee = tmp_path / "worker" / "perspecto-gauntlet" / "run-1" / "referee"
+    assert sorted(p.name for p in referee.glob("*-ucc")) == ["perspecto-ucc", "random-ucc"]
+    # The client's configuration; a worker whose own says something else of the baseline's profile.
+    workers = GauntletWorkers("tcp://127.0.0.1:1", needs("referee", "ucc-basic_cpp", ours=PAIRED))
+    assert workers.verdict(kit) is None
+    other = tmp_path / "config"
+    shutil.copytree(REPO / "config", other)
+    (other / "profiles" / "random.toml").write_text('engine = "random"\nseed = 7\n')  # the built-in's, seeded
+    theirs = worker_kit(needs("referee", "ucc-basic_cpp", ours=PAIRED, config=other))
+    assert theirs.profiles["perspecto"] == kit.profiles["perspecto"]
+    assert theirs.profiles["random"] != kit.profiles["random"]
+    assert workers.verdict(theirs) == (f"its profile random is not this gauntlet's (digest "
+                                       f"{theirs.profiles['random']}, here {kit.profiles['random']}): give it the "
+                                       "client's configuration")
+
+
+def test_a_revisions_baseline_is_refused_on_a_cluster_before_any_worktree(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "bot.cli", "gauntlet", "ucc-basic_cpp", "--cluster", "tcp://127.0.0.1:1",
+                          "--baseline", "HEAD", "--baseline-dir", str(tmp_path / "baselines"), "--records",
+                          str(tmp_path / "r"), "--config", str(REPO / "config")],
+                         cwd=REPO, env=environment(), capture_output=True, text=True, timeout=120)
+    out = run.stdout.replace("\n", " ")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "--cluster plays a baseline that is a profile: a git revision's baseline is a worktree" in out
+    assert "Play it here (without --cluster)" in out and "Traceback" not in run.stdout + run.stderr
+    assert not (tmp_path / "baselines").exists()
 
 
 def test_concurrency_is_refused_with_a_cluster(tmp_path: Path) -> None:
@@ -303,3 +349,107 @@ def test_a_scheduler_that_goes_away_ends_the_run_saved_and_resume_on_a_new_clust
     assert played(records) == [f"perspecto-vs-ucc-basic_cpp-{slot:05d}" for slot in range(4)]
     assert {name: (records / f"{name}.json").read_text() for name in saved} == saved  # not played again
     assert sum(line.startswith("perspecto-vs-ucc-basic_cpp-") for line in out.splitlines()) == 4 - len(saved)
+
+
+def paired_run(address: str, records: Path, *extra: str) -> subprocess.Popen[str]:
+    """A paired run on the cluster, profile against profile: tiny (one opponent, short games, four slots)."""
+    command = [sys.executable, "-m", "bot.cli", "gauntlet", "ucc-basic_cpp", "--profile", "perspecto", "--baseline",
+               "random", "--move-time", "1", "--max-turns", "60", "--max-slots", "4", "--seed", "11", "--no-learn",
+               "--cluster", address, "--records", str(records), "--config", str(REPO / "config"),
+               "--json", str(records.parent / f"{records.name}.json"), *extra]
+    return subprocess.Popen(command, cwd=REPO, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+VERDICT = ("opponents", "stratified", "pooled", "pairs", "sprt", "failures_per_100")
+
+
+@pytest.mark.slow
+def test_a_paired_run_on_two_workers_plays_a_local_runs_slots_and_its_report_gives_its_verdict(
+        cluster: Cluster, programs: Path, tmp_path: Path) -> None:
+    from concurrent.futures import Executor, Future
+
+    from rich.console import Console
+
+    from bot.commands.gauntlet import (
+        ArmSpec,
+        Clock,
+        GauntletJob,
+        GauntletOutcome,
+        PairedFeed,
+        PairedPlan,
+        game_id,
+        opponent_labels,
+        replay_schedule,
+        run_jobs,
+        slot_seed,
+        slot_side,
+    )
+    from engine_ext.lab.paired import Slot
+    from engine_ext.rules.record import GameRecord
+
+    cluster.add_worker("one", PERSPECTO_UCC2012=str(programs))
+    cluster.add_worker("two", PERSPECTO_UCC2012=str(programs))
+    cluster.wait_for_workers(2)
+    records = tmp_path / "records"
+    run = paired_run(cluster.address, records)
+    out = finish(run)
+    assert run.returncode == 0, out + cluster.log("one") + cluster.log("two")
+    assert "2 worker threads on the cluster" in out.replace("\n", " ")
+    games = sorted(p.stem for p in records.glob("*-vs-ucc-basic_cpp-*.json"))
+    assert len(games) == 8, out
+    # Both workers played, each with both arms' wrappers written by its own installation.
+    logs = {w: referee_logs(cluster, w) for w in ("one", "two")}
+    assert logs["one"] and logs["two"] and sorted(logs["one"] + logs["two"]) == games
+    for worker in ("one", "two"):
+        assert {p.name for p in (cluster.folder / worker).glob("**/perspecto-gauntlet/*/referee/*-ucc")} == {
+            "perspecto-ucc", "random-ucc"}
+    # The verdict the run printed is the one --report reads from the records.
+    verdict = json.loads((tmp_path / "records.json").read_text())
+    report = subprocess.run([sys.executable, "-m", "bot.cli", "gauntlet", "--report", str(records), "--json",
+                             str(tmp_path / "report.json")], cwd=REPO, env=environment(), capture_output=True,
+                            text=True, timeout=300)
+    assert report.returncode == 0, report.stdout + report.stderr
+    again = json.loads((tmp_path / "report.json").read_text())
+    assert {k: again[k] for k in VERDICT} == {k: verdict[k] for k in VERDICT} and verdict["pairs"] == 4
+    # A local run of the same plan (same seed), its games answered with the cluster's records: the same slots,
+    # the same seeds (the workers' wrappers of each game passed them on).
+    plan = PairedPlan.load(records)
+    played: list[GauntletJob] = []
+
+    def make_job(arm: ArmSpec, slot: Slot, _seen: Any) -> GauntletJob:
+        return GauntletJob(game_id=game_id(arm.name, slot.opponent, slot.number), ours=arm.name,
+                           opponent=slot.opponent, slot=slot.number, our_side=slot_side(slot.number),
+                           clock=Clock(plan.move_time, plan.max_turns, plan.wall_time), via="referee",
+                           work=tmp_path, arm=arm.arm,
+                           setup_seed=slot_seed(plan.seed, slot.opponent, slot.number))
+
+    class Here(Executor):  # the local executor's interface, the games answered at once
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+            (job,) = args
+            played.append(job)
+            future: Future[GauntletOutcome] = Future()
+            future.set_result(GauntletOutcome(job, GameRecord.load(records / f"{job.game_id}.json"), 0.0))
+            return future
+
+    local = plan.schedule(opponent_labels(plan))
+    (tmp_path / "local").mkdir()
+    quiet = Console(file=open(os.devnull, "w"))
+    run_jobs(PairedFeed(plan, local, make_job, tmp_path / "local", quiet, learn=False), Here(), 2)
+    assert sorted(j.game_id for j in played) == games
+    assert local.rounds == replay_schedule(plan, opponent_labels(plan), records).rounds
+    scripts = {p.stem: p.read_text() for p in cluster.folder.glob("*/**/perspecto-gauntlet/*/referee/*.sh")
+               if "-vs-" in p.stem}
+    assert sorted(scripts) == games
+    for job in played:
+        assert f"--seed {job.setup_seed} " in scripts[job.game_id]
+    # --resume on the cluster plays the games without a record, and only those.
+    gone = games[2:4]
+    for name in gone:
+        (records / f"{name}.json").unlink()
+    resumed = paired_run(cluster.address, records, "--resume", str(records))
+    out = finish(resumed)
+    assert resumed.returncode == 0, out
+    assert "6 games taken from the records already there" in out
+    assert sorted(p.stem for p in records.glob("*-vs-ucc-basic_cpp-*.json")) == games
+    assert sum(line.startswith(tuple(f"{g}: " for g in games)) for line in out.splitlines()) == 2

@@ -41,6 +41,7 @@ from rich.table import Table
 
 from bot.config import BotProfile, ProfileError, profile_from_mapping
 from bot.profiles import ProfileSet, load_configuration
+from bot.safe_text import terminal_safe
 from bot.settings import config_dir
 from bot.tables import print_table
 from bot.ucc.engine import UccCommandError, UccEngineParams
@@ -471,8 +472,8 @@ def game_line(record: GameRecord, ours: str, seconds: float) -> str:
     winner = result.get("winner")
     verdict = "draw" if winner is None else ("win" if Side.parse(winner) == side else "loss")
     opponent = record.blue.name if side == Side.RED else record.red.name
-    return (f"{record.game_id}: {ours} ({side}) against {opponent}: {verdict} by {result.get('reason')} "
-            f"in {result.get('plies')} plies, {seconds:.0f} s")
+    return terminal_safe(f"{record.game_id}: {ours} ({side}) against {opponent}: {verdict} by "
+                         f"{result.get('reason')} in {result.get('plies')} plies, {seconds:.0f} s")
 
 
 # --- the lab's route -------------------------------------------------------------------------------------
@@ -536,7 +537,8 @@ def save_outcome(outcome: GauntletOutcome, records: Path, console: Console) -> P
     game gave no record."""
     job = outcome.job
     if outcome.record is None:
-        console.print(f"[red]{job.game_id}: no record: {outcome.error}[/red]", highlight=False, soft_wrap=True)
+        console.print(f"[red]{terminal_safe(job.game_id)}: no record: {terminal_safe(str(outcome.error))}[/red]",
+                      highlight=False, soft_wrap=True)
         # Played and failed, not unplayed: a report plays the schedule on past it (--resume plays it again).
         (records / f"{job.game_id}{FAILED_SUFFIX}").write_text(f"{outcome.error}\n", encoding="utf-8")
         return None
@@ -661,7 +663,9 @@ def analyse(paths: Sequence[Path], console: Console) -> list[AnalysedGame]:
             else:
                 out.append(analyse_gauntlet_record(record))
         except (OSError, ValueError, KeyError, ReplayError) as exc:
-            console.print(f"[red]{path}: left out: {exc}[/red]", highlight=False, soft_wrap=True)
+            # A file's name and a replay's complaint may quote what the file holds (a move, a reason).
+            console.print(f"[red]{terminal_safe(str(path))}: left out: {terminal_safe(str(exc))}[/red]",
+                          highlight=False, soft_wrap=True)
     return out
 
 
@@ -684,7 +688,7 @@ def _plies(summary: OpponentSummary) -> str:
 
 
 def gauntlet_table(summaries: dict[str, OpponentSummary], ours: str) -> Table:
-    table = Table(title=f"{ours}: the gauntlet")
+    table = Table(title=f"{terminal_safe(ours)}: the gauntlet")
     for column in ("opponent", "games", "W / D / L", "score [95 %]", "forfeits us / them", "stopped",
                    "plies: median (range)", "losses: how", "our marshal/general in lost games",
                    "taken in our half (run)", "attacks lost for certain"):
@@ -692,9 +696,11 @@ def gauntlet_table(summaries: dict[str, OpponentSummary], ours: str) -> Table:
     rows = [*summaries.values(), total(summaries.values())]
     for summary in rows:
         t = summary.trinomial
-        table.add_row(summary.opponent, str(t.games), f"{t.wins} / {t.draws} / {t.losses}", _score(summary),
+        # The opponent's name is the record's, which a program or a file's author chose.
+        table.add_row(terminal_safe(summary.opponent), str(t.games), f"{t.wins} / {t.draws} / {t.losses}",
+                      _score(summary),
                       f"{summary.forfeits_ours} / {summary.forfeits_theirs}", str(summary.stopped), _plies(summary),
-                      _counts(summary.loss_causes), _counts(summary.top_losses_in_lost_games),
+                      terminal_safe(_counts(summary.loss_causes)), _counts(summary.top_losses_in_lost_games),
                       f"{summary.taken_in_half} ({summary.longest_raid})", str(summary.hopeless_attacks))
     return table
 
@@ -705,7 +711,7 @@ def _rate(rate: Rate | None) -> str:
 
 def failures_table(summaries: dict[str, OpponentSummary], ours: str) -> Table:
     """Every game's failures per 100 games with the 95 % interval (engine_ext/lab/gauntlet.py, FAILURES)."""
-    table = Table(title=f"{ours}: failures per 100 games [95 %], over all games")
+    table = Table(title=f"{terminal_safe(ours)}: failures per 100 games [95 %], over all games")
     table.add_column("opponent")
     table.add_column("games")
     for name, _once in FAILURES:
@@ -713,7 +719,8 @@ def failures_table(summaries: dict[str, OpponentSummary], ours: str) -> Table:
     table.add_column("longest run taken in our half")
     for summary in [*summaries.values(), total(summaries.values())]:
         rates = failure_rates(summary.games)
-        table.add_row(summary.opponent, str(len(summary.games)), *(_rate(rates[name]) for name, _once in FAILURES),
+        table.add_row(terminal_safe(summary.opponent), str(len(summary.games)),
+                      *(_rate(rates[name]) for name, _once in FAILURES),
                       str(summary.longest_raid))
     return table
 
@@ -723,7 +730,8 @@ def report(paths: Sequence[Path], ours: str, console: Console, *, seconds: float
     games = analyse(paths, console)
     summaries = summarise_gauntlet(games, ours)
     if not summaries:
-        console.print(f"[red]no games of {ours!r} among the {len(paths)} records[/red]", highlight=False)
+        console.print(f"[red]no games of {terminal_safe(repr(ours))} among the {len(paths)} records[/red]",
+                      highlight=False)
         return 1
     print_table(console, gauntlet_table(summaries, ours))
     print_table(console, failures_table(summaries, ours))
@@ -746,6 +754,9 @@ def report(paths: Sequence[Path], ours: str, console: Console, *, seconds: float
 
 
 PLAN_FILE = "paired.json"
+REVISION_ON_CLUSTER = ("--cluster plays a baseline that is a profile: a git revision's baseline is a worktree "
+                       "bootstrapped on this machine, which the workers do not have. Play it here (without "
+                       "--cluster), or put what the revision changes in a profile and give --baseline PROFILE")
 FAILED_SUFFIX = ".failed"  # beside the records: a game that was played and gave none
 PLAN_FORMAT = "perspecto-paired-gauntlet/1"
 BASELINES_DIR_ENV = "PERSPECTO_BASELINES"
@@ -984,23 +995,27 @@ def paired_jobs(args: argparse.Namespace, plan: PairedPlan, profiles: ProfileSet
             return lab_job(games, arm.name, slot.opponent, slot.number, clock, arm=arm.arm,
                            setup_seed=slot_seed(plan.seed, slot.opponent, slot.number), seen=seen)
         return make_lab_job
-    referee = find_referee(args.referee)
     work = records / "referee"
     work.mkdir(parents=True, exist_ok=True)
+    referee: Path | None = None
     wrappers: dict[Arm, Path] = {}
-    for arm in ARMS:
-        spec = plan.arm(arm)
-        wrappers[arm] = work / f"{spec.name}-ucc"
-        write_our_wrapper(wrappers[arm], spec.profile, plan.move_time, spec.config(args.config),
-                          None if plan.no_learn else records / f"state-{arm}", command=spec.perspecto)
-    programs = {o.name: program_path(o, work) for o in opponents}
+    programs: dict[str, Path] = {}
+    if args.cluster is None:  # on a cluster each worker puts its own (bot/commands/gauntlet_cluster.py)
+        referee = find_referee(args.referee)
+        for arm in ARMS:
+            spec = plan.arm(arm)
+            wrappers[arm] = work / f"{spec.name}-ucc"
+            write_our_wrapper(wrappers[arm], spec.profile, plan.move_time, spec.config(args.config),
+                              None if plan.no_learn else records / f"state-{arm}", command=spec.perspecto)
+        programs = {o.name: program_path(o, work) for o in opponents}
 
     def make_referee_job(arm: ArmSpec, slot: Slot, _seen: Sequence[tuple[str, str]]) -> GauntletJob:
         return GauntletJob(game_id=game_id(arm.name, slot.opponent, slot.number), ours=arm.name,
                            opponent=by_name[slot.opponent].name, slot=slot.number, our_side=slot_side(slot.number),
                            clock=clock, via="referee", work=work, arm=arm.arm,
                            setup_seed=slot_seed(plan.seed, slot.opponent, slot.number), program_seed=None,
-                           referee=referee, our_program=wrappers[arm.arm], opponent_program=programs[slot.opponent])
+                           referee=referee, our_program=wrappers.get(arm.arm),
+                           opponent_program=programs.get(slot.opponent))
     return make_referee_job
 
 
@@ -1012,6 +1027,8 @@ def new_plan(args: argparse.Namespace, profiles: ProfileSet, opponents: list[Opp
         if args.via == "lab":
             raise GauntletError("--via lab plays profiles of this Perspecto only: a revision's baseline plays "
                                 "through the referee (its own perspecto ucc)")
+        if args.cluster is not None:
+            raise GauntletError(REVISION_ON_CLUSTER)
         baseline = prepare_worktree(baseline, args.baseline_dir or default_baselines_dir(), console)
     if args.sprt is not None:
         PairedSprt.parse(args.sprt)  # a bad --sprt is an error before anything is played
@@ -1028,7 +1045,8 @@ def play_paired(args: argparse.Namespace, plan: PairedPlan, profiles: ProfileSet
     schedule = plan.schedule([o.name for o in opponents])
     make_job = paired_jobs(args, plan, profiles, opponents, records)
     feed = PairedFeed(plan, schedule, make_job, records, console, learn=plan.via == "lab" and not plan.no_learn)
-    console.print(f"paired: {plan.candidate.name} (candidate) and {plan.baseline.name} (baseline) on the same slots, "
+    console.print(f"paired: {terminal_safe(plan.candidate.name)} (candidate) and {terminal_safe(plan.baseline.name)} "
+                  "(baseline) on the same slots, "
                   f"at most {plan.max_slots} slots, {'SPRT ' + str(schedule.sprt) if schedule.sprt else 'no SPRT'}; "
                   f"via {plan.via}, -T {plan.move_time:g} -m {plan.max_turns}, {concurrency} at a time, seed "
                   f"{plan.seed}; records in {records}", highlight=False, soft_wrap=True)
@@ -1077,8 +1095,10 @@ def _mean_score(scores: Sequence[float]) -> str:
 def paired_table(plan: PairedPlan, schedule: PairedSchedule) -> tuple[Table, dict[str, Any]]:
     strata = schedule.strata()
     cand, base = schedule.arm_scores("candidate"), schedule.arm_scores("baseline")
-    table = Table(title=f"paired: {plan.candidate.name} - {plan.baseline.name}, points of score per game [95 %]")
-    for column in ("opponent", "slots", "pairs", f"{plan.candidate.name}", f"{plan.baseline.name}",
+    # The arms' and opponents' names are the plan's (DIR/paired.json: a file, which anyone may have written).
+    table = Table(title=f"paired: {terminal_safe(plan.candidate.name)} - {terminal_safe(plan.baseline.name)}, "
+                  "points of score per game [95 %]")
+    for column in ("opponent", "slots", "pairs", terminal_safe(plan.candidate.name), terminal_safe(plan.baseline.name),
                    "pairs -1 / -½ / 0 / +½ / +1", "difference [95 %]"):
         table.add_column(column, overflow="fold")
     played = {name: len({n for (o, n, _arm) in schedule.scores if o == name}) for name in strata}
@@ -1086,7 +1106,7 @@ def paired_table(plan: PairedPlan, schedule: PairedSchedule) -> tuple[Table, dic
     for name, differences in strata.items():
         estimate = pooled_estimate(differences)
         counts = pentanomial(differences).counts
-        table.add_row(name, str(played[name]), str(len(differences)), _mean_score(cand[name]),
+        table.add_row(terminal_safe(name), str(played[name]), str(len(differences)), _mean_score(cand[name]),
                       _mean_score(base[name]), " / ".join(map(str, counts)), _difference(estimate))
         rows.append({"opponent": name, "slots": played[name], "pairs": len(differences),
                      "candidate_score": sum(cand[name]) / len(cand[name]) if cand[name] else None,
@@ -1114,8 +1134,9 @@ def paired_failures_table(plan: PairedPlan, schedule: PairedSchedule,
     pairs = [(games[("candidate", o, n)], games[("baseline", o, n)])
              for (a, o, n) in games if a == "candidate" and ("baseline", o, n) in games]
     table = Table(title="failures per 100 games [95 %], over all games")
-    for column in ("failure", f"{plan.candidate.name} ({len(by_arm['candidate'])} games)",
-                   f"{plan.baseline.name} ({len(by_arm['baseline'])} games)", f"difference ({len(pairs)} pairs)"):
+    for column in ("failure", f"{terminal_safe(plan.candidate.name)} ({len(by_arm['candidate'])} games)",
+                   f"{terminal_safe(plan.baseline.name)} ({len(by_arm['baseline'])} games)",
+                   f"difference ({len(pairs)} pairs)"):
         table.add_column(column, overflow="fold")
     data: dict[str, Any] = {}
     for name, _once in FAILURES:
@@ -1148,7 +1169,8 @@ def paired_report(plan: PairedPlan, records: Path, console: Console, *, seconds:
                         if game is not None:
                             games[(arm, slot.opponent, slot.number)] = game
     if not games:
-        console.print(f"[red]no games of {plan.candidate.name!r} or {plan.baseline.name!r} in {records}[/red]",
+        console.print(f"[red]no games of {terminal_safe(repr(plan.candidate.name))} or "
+                      f"{terminal_safe(repr(plan.baseline.name))} in {terminal_safe(str(records))}[/red]",
                       highlight=False)
         return 1
     table, verdict = paired_table(plan, schedule)
@@ -1211,7 +1233,7 @@ def main(args: argparse.Namespace) -> int:
                 args.move_time, args.max_turns, args.wall_time = plan.move_time, plan.max_turns, plan.wall_time
                 args.no_learn, args.seed = plan.no_learn, plan.seed
     except GauntletError as exc:
-        console.print(f"[red]{exc}[/red]", highlight=False, soft_wrap=True)
+        console.print(f"[red]{terminal_safe(str(exc))}[/red]", highlight=False, soft_wrap=True)
         return 2
     _settings, profiles = load_configuration(args.config)
     try:
@@ -1226,9 +1248,8 @@ def main(args: argparse.Namespace) -> int:
         if args.cluster is not None and args.concurrency is not None:
             raise GauntletError("--concurrency is this machine's: a cluster plays as many games as its workers' "
                                 "threads")
-        if args.cluster is not None and (args.baseline is not None or plan is not None):
-            raise GauntletError("--cluster plays a single-arm run: a paired run's baseline is a worktree of this "
-                                "machine's, which the workers do not have")
+        if args.cluster is not None and plan is not None and plan.baseline.revision is not None:
+            raise GauntletError(REVISION_ON_CLUSTER)
         opponents = resolve_opponents(args.opponents, profiles, here=args.cluster is None)
         counts = games_per_opponent(opponents, args.games, args.games_against)
         if args.via == "referee" and args.cluster is None:
@@ -1245,7 +1266,7 @@ def main(args: argparse.Namespace) -> int:
                 raise GauntletError(f"the baseline's worktree {plan.baseline.worktree} is gone: run the gauntlet "
                                     "afresh")
     except ValueError as exc:  # GauntletError, and a bad --sprt
-        console.print(f"[red]{exc}[/red]", highlight=False, soft_wrap=True)
+        console.print(f"[red]{terminal_safe(str(exc))}[/red]", highlight=False, soft_wrap=True)
         return 2
     records = args.records or Path("records") / f"gauntlet-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
     records.mkdir(parents=True, exist_ok=True)
@@ -1265,10 +1286,12 @@ def main(args: argparse.Namespace) -> int:
     stops: tuple[type[Exception], ...] = ()  # what ends a run on the cluster (none here: an empty except)
     cluster_code = 0
     if args.cluster is not None:
-        from bot.commands.gauntlet_cluster import ClusterError, Tools, cluster_stopped, connect_cluster
+        from bot.commands.gauntlet_cluster import ClusterError, Ours, Tools, cluster_stopped, connect_cluster
 
         stops = (ClusterError,)
-        args.cluster_workers = connect_cluster(args, opponents, records, console,
+        ours = ([Ours(s.name, s.profile, f"state-{s.arm}") for s in (plan.candidate, plan.baseline)]
+                if plan is not None else [Ours(args.profile, args.profile)])
+        args.cluster_workers = connect_cluster(args, ours, opponents, records, console,
                                                Tools(find_referee, program_path, write_our_wrapper))
         if args.cluster_workers is None:
             if web is not None:
@@ -1288,7 +1311,7 @@ def main(args: argparse.Namespace) -> int:
         console.print("[yellow]interrupted: the games finished so far[/yellow]")
         paths = sorted(p for p in records.glob("*.json") if p.name != PLAN_FILE)
     except (GauntletError, RefereeError) as exc:
-        console.print(f"[red]{exc}[/red]", highlight=False, soft_wrap=True)
+        console.print(f"[red]{terminal_safe(str(exc))}[/red]", highlight=False, soft_wrap=True)
         return 2
     except stops as exc:  # the scheduler went away, a game failed on the cluster: the finished games are saved
         interrupted, cluster_code = True, cluster_stopped(exc, records, console)

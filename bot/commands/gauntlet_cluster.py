@@ -6,13 +6,13 @@ the gauntlet adds is that a game needs more than the same Perspecto: the referee
 program, on the worker's own disk. So each worker is asked, before it gets a game, what it has
 (``worker_kit``, a task pinned to it):
 
-- its identity (version and bench signature: as ``perspecto match --cluster``), and our profile as its
-  configuration reads it (a digest: a worker whose ``perspecto`` profile says something else plays
-  another engine whatever its signature);
+- its identity (version and bench signature: as ``perspecto match --cluster``), and each of our sides'
+  profiles as its configuration reads it (a digest: a worker whose ``perspecto`` profile says something
+  else plays another engine whatever its signature; a paired run's two arms, both profiles);
 - through the referee: the referee it finds (its own ``$PERSPECTO_UCC2012_REFEREE``, else the build's
   beside its ``$PERSPECTO_UCC2012``, else the client's ``--referee`` path if that is on it, else
-  ``$PERSPECTO_UCC_DIR/stratego``) and our side, the ``perspecto ucc`` wrapper its own installation writes
-  (``perspecto ucc --write-wrapper``, in the worker's folder: the program the referee starts is the
+  ``$PERSPECTO_UCC_DIR/stratego``) and our sides, the ``perspecto ucc`` wrapper its own installation writes
+  for each (``perspecto ucc --write-wrapper``, in the worker's folder: the program the referee starts is the
   worker's, never a path of the client's);
 - every opponent's program as the worker finds it (the profile's command under the worker's
   environment, or ``$PERSPECTO_UCC_DIR``: bot/ucc/engine.py).
@@ -30,6 +30,12 @@ under ``--records``, with the referee's files of the game (where a local run kee
 A worker killed mid-game loses nothing: Dask plays the game again elsewhere, and its future is resolved
 once (a game that comes back twice counts once).
 
+A paired run (``--baseline PROFILE``) is the same games with two of our sides (``Ours``: the candidate's and
+the baseline's, each its own wrapper and memory on each worker). What to play stays on the client: the
+paired schedule (engine_ext/lab/paired.py) takes the results in whatever order they come back and allocates
+and tests by rounds of complete results only, so the slots and the verdict do not depend on which worker was
+fast. A baseline from a git revision is a worktree of the client's, which no worker has: refused.
+
 This module does not import bot/commands/gauntlet.py (which imports it for ``--cluster``): the
 gauntlet's own functions a worker needs (``find_referee``, ``program_path``, ``write_our_wrapper``) are
 handed over in ``Tools``, module functions pickled by reference and run by the worker's installation.
@@ -46,7 +52,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,12 +102,27 @@ class Tools:
 
 
 @dataclass(frozen=True)
+class Ours:
+    """One of our sides: its player's name in the records (a game's ``ours``), the profile it plays, and the
+    folder of its memory of the run's games on each worker (with ``Needs.learn``)."""
+
+    name: str
+    profile: str
+    state: str = "state"
+
+    @property
+    def wrapper(self) -> str:
+        """The file name of its ``perspecto ucc`` wrapper in the worker's ``referee/`` folder."""
+        return f"{self.name}-ucc"
+
+
+@dataclass(frozen=True)
 class Needs:
     """What a run asks of every worker (picklable: sent with the probe and with every game)."""
 
     run: str  # the run's name: its folder on each worker
     via: str  # "referee" or "lab"
-    ours: str  # our profile
+    ours: tuple[Ours, ...]  # our sides: one, or a paired run's candidate and baseline
     config: str | None  # the client's configuration folder (a worker without it reads its own)
     referee: str | None  # the client's --referee, tried on a worker after the worker's own settings
     opponents: tuple[Program, ...]
@@ -109,13 +130,22 @@ class Needs:
     learn: bool  # our wrapper keeps a memory of the run's games (on each worker: of the games it played)
     tools: Tools
 
+    def side(self, name: str) -> Ours:
+        """Our side whose player is ``name`` (a job's ``ours``)."""
+        return next(o for o in self.ours if o.name == name)
+
+    @property
+    def profiles(self) -> list[str]:
+        """Our sides' profiles, each once."""
+        return list(dict.fromkeys(o.profile for o in self.ours))
+
 
 @dataclass(frozen=True)
 class Kit:
     """A worker's answer to ``Needs``: what it has for the gauntlet."""
 
     identity: Identity
-    profile: str | None  # the digest of our profile as the worker's configuration reads it (None: unread)
+    profiles: Mapping[str, str | None]  # our profile -> its digest as the worker reads it (None: unread)
     programs: dict[str, str]  # opponent -> the command the worker runs for it
     missing: dict[str, str]  # opponent -> why the worker cannot run it
     referee: str | None  # the referee it runs (the lab's route: none needed)
@@ -173,22 +203,22 @@ def _referee_here(needs: Needs) -> Path:
     raise FileNotFoundError("; ".join(tried))
 
 
-_wrappers: dict[tuple[str, str, float, str | None, bool], Path] = {}
+_wrappers: dict[tuple[str, Ours, float, str | None, bool], Path] = {}
 _wrappers_lock = threading.Lock()
 
 
-def _our_program_here(needs: Needs) -> Path:
-    """Our side on this worker: the wrapper its own ``perspecto ucc --write-wrapper`` writes, once a run
-    (the probe writes it; a game on a worker that never answered the probe writes it then)."""
-    key = (needs.run, needs.ours, needs.move_time, needs.config, needs.learn)
+def _our_program_here(needs: Needs, ours: Ours) -> Path:
+    """One of our sides on this worker: the wrapper its own ``perspecto ucc --write-wrapper`` writes, once a
+    run (the probe writes it; a game on a worker that never answered the probe writes it then)."""
+    key = (needs.run, ours, needs.move_time, needs.config, needs.learn)
     with _wrappers_lock:  # a worker of several threads: one writer
         path = _wrappers.get(key)
         if path is None or not path.is_file():
             folder = _folder(needs.run)
-            path = folder / "referee" / f"{needs.ours}-ucc"
+            path = folder / "referee" / ours.wrapper
             path.parent.mkdir(parents=True, exist_ok=True)
-            needs.tools.write_wrapper(path, needs.ours, needs.move_time, _config_here(needs.config),
-                                      folder / "state" if needs.learn else None)
+            needs.tools.write_wrapper(path, ours.profile, needs.move_time, _config_here(needs.config),
+                                      folder / ours.state if needs.learn else None)
             _wrappers[key] = path
         return path
 
@@ -197,11 +227,13 @@ def worker_kit(needs: Needs) -> Kit:
     """The probe: what this worker has for the run (never raises for what it lacks: it says so)."""
     identity = worker_identity()
     problems: list[str] = []
-    try:
-        profile: str | None = profile_digest(needs.ours, _config_here(needs.config))
-    except Exception as exc:  # a configuration that does not load, a profile it lacks
-        profile = None
-        problems.append(f"cannot read our profile {needs.ours}: {exc}")
+    profiles: dict[str, str | None] = {}
+    for name in needs.profiles:
+        try:
+            profiles[name] = profile_digest(name, _config_here(needs.config))
+        except Exception as exc:  # a configuration that does not load, a profile it lacks
+            profiles[name] = None
+            problems.append(f"cannot read our profile {name}: {exc}")
     programs: dict[str, str] = {}
     missing: dict[str, str] = {}
     for opponent in needs.opponents:
@@ -215,12 +247,12 @@ def worker_kit(needs: Needs) -> Kit:
             referee = str(_referee_here(needs))
         except FileNotFoundError as exc:
             problems.append(f"no referee ({exc})")
-        if not problems:
+        for ours in needs.ours if not problems else ():
             try:
-                _our_program_here(needs)
+                _our_program_here(needs, ours)
             except Exception as exc:  # the gauntlet's GauntletError with perspecto ucc's own words
-                problems.append(f"cannot write our side: {exc}")
-    return Kit(identity, profile, programs, missing, referee, tuple(problems))
+                problems.append(f"cannot write our side {ours.name}: {exc}")
+    return Kit(identity, profiles, programs, missing, referee, tuple(problems))
 
 
 def play_here(play: Callable[[Any], Any], job: Any, needs: Needs, expected: Identity) -> tuple[Any, dict[str, str]]:
@@ -235,7 +267,8 @@ def play_here(play: Callable[[Any], Any], job: Any, needs: Needs, expected: Iden
     folder = _folder(needs.run) / "referee"
     folder.mkdir(parents=True, exist_ok=True)
     opponent = next(o for o in needs.opponents if o.name == job.opponent)
-    local = dataclasses.replace(job, referee=_referee_here(needs), our_program=_our_program_here(needs),
+    local = dataclasses.replace(job, referee=_referee_here(needs),
+                                our_program=_our_program_here(needs, needs.side(job.ours)),
                                 opponent_program=needs.tools.program_path(opponent, folder), work=folder)
     outcome = play(local)
     files = {f"{job.game_id}{suffix}": (folder / f"{job.game_id}{suffix}").read_text(errors="replace")
@@ -252,7 +285,7 @@ class GauntletWorkers(ClusterWorkers):
     def __init__(self, address: str, needs: Needs, report: Callable[[str], None] = lambda line: None,
                  **timing: float) -> None:
         self.needs = needs
-        self.profile = profile_digest(needs.ours, needs.config)
+        self.profiles = {name: profile_digest(name, needs.config) for name in needs.profiles}
         super().__init__(address, report=report, work=PLAYS, **timing)
 
     def probe(self) -> Callable[[], Any]:
@@ -266,9 +299,11 @@ class GauntletWorkers(ClusterWorkers):
             return mismatch
         if answer.problems:
             return "; ".join(answer.problems)
-        if answer.profile != self.profile:
-            return (f"its profile {self.needs.ours} is not this gauntlet's (digest {answer.profile}, here "
-                    f"{self.profile}): give it the client's configuration")
+        for name, digest in self.profiles.items():
+            theirs = answer.profiles.get(name)
+            if theirs != digest:
+                return (f"its profile {name} is not this gauntlet's (digest {theirs}, here {digest}): give it the "
+                        "client's configuration")
         if not answer.programs:
             return "none of the programs: " + "; ".join(f"{n}: {why}" for n, why in answer.missing.items())
         return None
@@ -469,13 +504,13 @@ class ClusterExecutor(Executor):
             self._settle(game, error=error)
 
 
-def connect_workers(address: str, *, records: Path, via: str, ours: str, config: str | None,
+def connect_workers(address: str, *, records: Path, via: str, ours: Sequence[Ours], config: str | None,
                     referee: Path | None, opponents: Sequence[Program], move_time: float, learn: bool, tools: Tools,
                     report: Callable[[str], None]) -> GauntletWorkers:
     """Connect to the cluster at ``address`` and check its workers for a run writing to ``records``: a
     ``ClusterError`` for no scheduler, no worker that can play, an opponent none can play. The caller
     closes it at the end of the run (``ClusterExecutor`` plays its games)."""
-    needs = Needs(run=f"{records.name}-{os.urandom(3).hex()}", via=via, ours=ours, config=config,
+    needs = Needs(run=f"{records.name}-{os.urandom(3).hex()}", via=via, ours=tuple(ours), config=config,
                   referee=str(referee) if referee else None, opponents=tuple(opponents), move_time=move_time,
                   learn=learn, tools=tools)
     workers = GauntletWorkers(address, needs, report=report)
@@ -486,16 +521,16 @@ def connect_workers(address: str, *, records: Path, via: str, ours: str, config:
 # --- the command's side (bot/commands/gauntlet.py) -----------------------------------------------------------
 
 
-def connect_cluster(args: argparse.Namespace, opponents: Sequence[Program], records: Path, console: Console,
-                    tools: Tools) -> GauntletWorkers | None:
-    """``--cluster``: the workers checked for this run, a line for each one refused or lacking a program and
-    one for the cluster; None (the reason printed) when the run cannot start there."""
+def connect_cluster(args: argparse.Namespace, ours: Sequence[Ours], opponents: Sequence[Program], records: Path,
+                    console: Console, tools: Tools) -> GauntletWorkers | None:
+    """``--cluster``: the workers checked for this run of our sides ``ours``, a line for each one refused or
+    lacking a program and one for the cluster; None (the reason printed) when the run cannot start there."""
 
     def report(line: str) -> None:
         console.print(f"[yellow]{line}[/yellow]", highlight=False, soft_wrap=True)
 
     try:
-        workers = connect_workers(args.cluster, records=records, via=args.via, ours=args.profile,
+        workers = connect_workers(args.cluster, records=records, via=args.via, ours=ours,
                                   config=args.config, referee=args.referee, opponents=opponents,
                                   move_time=args.move_time, learn=not args.no_learn, tools=tools, report=report)
     except ClusterError as exc:
@@ -516,5 +551,5 @@ def cluster_stopped(error: Exception, records: Path, console: Console) -> int:
     return 1 if isinstance(error, ClusterLost) else 2
 
 
-__all__ = ["ClusterError", "ClusterExecutor", "ClusterLost", "GauntletWorkers", "Kit", "Needs", "Tools",
+__all__ = ["ClusterError", "ClusterExecutor", "ClusterLost", "GauntletWorkers", "Kit", "Needs", "Ours", "Tools",
            "cluster_stopped", "connect_cluster", "connect_workers", "play_here", "worker_kit"]
