@@ -400,3 +400,12 @@ def test_the_report_prints_the_names_and_files_a_folder_gives_escaped(
     assert "\x1b" not in out and "\x07" not in out
     assert "[bold]\\x1b[2J\\x1b]0;t\\x07x" in out  # the opponent's name, markup and all, as written
     assert f"{records}/\\x1b[2J\\x1b]0;t\\x07x.json: left out: " in out
+
+
+def test_the_long_game_failure_is_the_tournaments_turn_cap_as_the_referee_plays_it() -> None:
+    """A game that shuffles to the 1,000-turn cap ends at the referee's last ply, 1998: a threshold past it (2000
+    was one) would count no game of a ``--max-turns 1000`` run, however long it shuffled while ahead."""
+    from bot.ucc.referee import referee_move_limit
+    from engine_ext.lab.gauntlet import LONG_GAME_PLIES
+
+    assert LONG_GAME_PLIES == referee_move_limit(1000)

@@ -16,7 +16,7 @@ attacks that lost for certain (``causes.HopelessAttack``).
 Failures over all games (``FAILURES``, ``failure_rates``), per 100 games with a 95 % interval: our marshal
 lost to a bomb, our general lost to a bomb, our marshal or general lost to the spy, to a higher piece, our
 pieces taken in our half by a known piece (and the longest run of them), our flag taken by a miner, and
-games past ``LONG_GAME_PLIES`` (1,000 turns) while we were ahead in material at that ply. Material is the
+games that reached ``LONG_GAME_PLIES`` (the 1,000-turn cap) while we were ahead in material at that ply. Material is the
 sum, over a side's pieces on the board, of the thesis's rank values (``engine_ext.engine.scales.THESIS``,
 Table 4, without the special values); ahead means ours is greater than theirs. An event that happens at most
 once a game (the marshal falls once) has a Wilson interval on games (``score_interval``); a count that can
@@ -49,7 +49,10 @@ LOSS_FLAG = "flag"
 LOSS_NO_MOVES = "no_moves"  # no movable piece left, or none that may move
 LOSS_FORFEIT = "forfeit"  # when the reason does not say which (forfeit_illegal_setup, forfeit_timeout... do)
 
-LONG_GAME_PLIES = 2000  # 1,000 turns: a game past this while ahead in material is a failure to convert
+# The tournament's cap as the gauntlet plays it (the referee's -m 1000 draws after 999 turns of a move each: the
+# game's last ply is the 1998th): a game that reaches it while ahead in material is a failure to convert. At
+# 2000 no game of a -m 1000 run could count, however long it shuffled.
+LONG_GAME_PLIES = 1998
 
 # The failures counted over all games, and whether each happens at most once a game (a Wilson interval).
 FAILURES: tuple[tuple[str, bool], ...] = (
@@ -59,7 +62,7 @@ FAILURES: tuple[tuple[str, bool], ...] = (
     ("marshal/general to higher", False),
     ("taken in our half by a known piece", False),
     ("flag taken by a miner", True),
-    (f"past {LONG_GAME_PLIES} plies, ahead in material", True),
+    (f"{LONG_GAME_PLIES} plies or more, ahead in material", True),
 )
 
 
@@ -129,7 +132,7 @@ class GauntletGame:
     taken_in_half: int  # our pieces taken in our half by enemy pieces we had been shown
     longest_raid: int
     hopeless_attacks: int  # our attacks on a piece we had been shown and that beat the attacker
-    long_ahead: bool = False  # past LONG_GAME_PLIES, ahead in material there
+    long_ahead: bool = False  # reached LONG_GAME_PLIES, ahead in material there
     flag_by_miner: bool = False  # our flag taken by a miner
 
     @property
