@@ -126,6 +126,9 @@ def run_suite(args: argparse.Namespace) -> int:
         except OSError as exc:
             return _error(f"--json {args.json}: {exc.strerror or exc}")
     print_table(console, scores_table(document["categories"]))
+    for name, score in document["categories"].items():
+        if score["failed"]:
+            console.print(f"failed in {name}: {', '.join(score['failed'])}", highlight=False, soft_wrap=True)
     by_id = {e.id: e for e in entries}
     for verdict in sorted(verdicts, key=lambda v: v.entry):
         if not verdict.passed:
@@ -166,12 +169,13 @@ def scores_table(categories: dict[str, dict[str, Any]]) -> Table:
     table.add_column("passed", justify="right")
     table.add_column("of", justify="right")
     table.add_column("%", justify="right")
-    table.add_column("failed")
+    table.add_column("failed", justify="right")
+    table.add_column("the situation")
     for name, score in categories.items():
         share = 100.0 * score["passed"] / score["total"] if score["total"] else 0.0
         says = CATEGORIES[name].says if name in CATEGORIES else ""
-        table.add_row(f"{name}\n[dim]{says}[/dim]" if says else name, str(score["passed"]), str(score["total"]),
-                      f"{share:.0f}", ", ".join(score["failed"]) or "-")
+        table.add_row(name, str(score["passed"]), str(score["total"]), f"{share:.0f}", str(len(score["failed"])),
+                      says)
     return table
 
 
@@ -228,6 +232,34 @@ def run_extract(args: argparse.Namespace) -> int:
 # --- perspecto suite show -----------------------------------------------------------------------------------
 
 
+def render_known(known: Any) -> str:
+    """The board as our side knew it, our back row at the bottom: ``[9]`` ours (American symbols), ``<8>``
+    theirs shown, `` ? `` theirs unseen that moved, `` # `` theirs unseen unmoved, ``~~~`` a lake."""
+    ruleset = known.ruleset
+    rows = range(ruleset.height - 1, -1, -1) if str(known.side) == "red" else range(ruleset.height)
+    columns = range(ruleset.width) if str(known.side) == "red" else range(ruleset.width - 1, -1, -1)
+    from engine_ext.rules.rulesets import Square
+
+    lines = []
+    for row in rows:
+        cells = []
+        for col in columns:
+            square = Square(col, row)
+            if ruleset.is_lake(square):
+                text = "~~"
+            elif square in known.ours:
+                text = f"[{known.ours[square].symbol()}]"
+            elif square in known.theirs:
+                piece = known.theirs[square]
+                text = ("?" if piece.moved else "#") if piece.unseen else f"<{piece.rank.symbol()}>"
+            else:
+                text = "."
+            cells.append(text.center(5))
+        lines.append(f"{row + 1:>2} " + "".join(cells))
+    lines.append("   " + "".join(f"{Square(col, 0)!s:.1}".center(5) for col in columns))
+    return "\n".join(lines)
+
+
 def run_show(args: argparse.Namespace) -> int:
     from engine_ext.lab.suite.errors import SuiteError
     from engine_ext.lab.suite.knowledge import Knowledge
@@ -247,7 +279,7 @@ def run_show(args: argparse.Namespace) -> int:
             view = side_view(record, entry.ply, entry.our_side)
             known = Knowledge.from_view(view, entry.our_side)
             print(f"{entry.id} ({entry.category}): {record.game_id} after {entry.ply} plies, {entry.side} to move")
-            print(terminal_safe(view.render("american", viewer=entry.our_side)))
+            print(render_known(known))
             print(f"unseen: bombs {known.unseen(Rank.BOMB)}, spy {known.unseen(Rank.SPY)}; "
                   f"movers ours {known.material()[0]}, theirs {known.material()[1]}")
             print(f"condition: {entry.condition()}")

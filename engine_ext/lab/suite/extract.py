@@ -179,6 +179,8 @@ def candidates(path: Path, record: GameRecord, side: Side, categories: Iterable[
     for ply, view in our_turns(record, side):
         if not view.sendable_moves():
             continue  # the view had ended the game by its own rules: no position to ask (view.py)
+        if len(view.history) != ply:
+            continue  # a view rebuilt from the board (view.py): it no longer knows the pieces each side lost
         known = Knowledge.from_view(view, side)
         played = Move.parse(record.moves[ply].move)
         for situation in wanted:
