@@ -304,10 +304,10 @@ def test_the_command_says_what_is_wrong_in_one_line(tmp_path: Path, capsys: pyte
 
 
 def test_a_gzipped_record_and_the_written_document_load_back(tmp_path: Path) -> None:
-    (tmp_path / "records").mkdir()
+    (tmp_path / "games").mkdir()
     record = _a_record(tmp_path)
-    (tmp_path / "records" / "g.json.gz").write_bytes(gzip.compress(record.read_bytes()))
-    entry = Entry.model_validate(_entry(record="records/g.json.gz", predicate=None, fail=["e4-e5"]))
+    (tmp_path / "games" / "g.json.gz").write_bytes(gzip.compress(record.read_bytes()))
+    entry = Entry.model_validate(_entry(record="games/g.json.gz", predicate=None, fail=["e4-e5"]))
     path = tmp_path / "suite.json"
     path.write_text(suite_document([entry]), encoding="utf-8")
     suite = Suite.load(path)
@@ -389,7 +389,7 @@ def test_a_smoke_run_from_the_command_line(tmp_path: Path, capsys: pytest.Captur
     for entry in suite.entries:
         firsts.setdefault(entry.category, entry)
     small = tmp_path / "suite.json"
-    (tmp_path / "records").mkdir()
+    (tmp_path / "games").mkdir()
     for entry in firsts.values():
         (tmp_path / entry.record).write_bytes(suite.record_path(entry).read_bytes())
     small.write_text(suite_document(list(firsts.values())), encoding="utf-8")
@@ -416,3 +416,17 @@ def test_every_shipped_entry_rebuilds_and_is_judged_by_its_own_category() -> Non
         known = Knowledge.from_view(view, entry.our_side)
         assert SITUATIONS[entry.category].holds(known) is not None, entry.id
         assert entry.predicate == SITUATIONS[entry.category].predicate
+
+
+def test_the_shipped_records_are_not_ignored_by_git() -> None:
+    """The suite ships its records: a folder the repository ignores (``records/`` is the lab's output) would
+    leave a fresh clone with a suite and no games."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    suite = Suite.load(SHIPPED)
+    paths = sorted({str(suite.record_path(entry).relative_to(ROOT)) for entry in suite.entries})
+    done = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.stdout.strip() == "", f"ignored by git: {done.stdout}"

@@ -28,6 +28,8 @@ from bot.tables import print_table
 PROG = "perspecto suite"
 SUITE_FILE = Path(__file__).resolve().parents[2] / "engine_ext" / "lab" / "suite" / "data" / "suite.json"
 DEFAULT_MOVE_TIME = 2.0  # the tournament's referee's -T
+# Where a suite's records go beside it: not "records/", which the repository ignores (the lab's output folder).
+GAMES_FOLDER = "games"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     help="record files, or folders whose *.json records are all read")
     ex.add_argument("--out", type=Path, required=True, metavar="FILE",
                     help="the suite file to write; the records it names are copied (gzipped) into FILE's "
-                    "folder, records/")
+                    "folder, games/")
     ex.add_argument("--category", action="append", default=[], metavar="NAME", help="only this category")
     ex.add_argument("--player", default="perspecto",
                     help="our side is the player whose name starts with this (default perspecto)")
@@ -196,7 +198,7 @@ def run_extract(args: argparse.Namespace) -> int:
     paths = record_paths(args.records)
     if not paths:
         return _error("no records: the folders hold no *.json files")
-    folder = args.out.parent / "records"
+    folder = args.out.parent / GAMES_FOLDER
     entries: list[Entry] = []
     counts = dict.fromkeys(categories, 0)
     skipped = 0
@@ -213,7 +215,7 @@ def run_extract(args: argparse.Namespace) -> int:
             continue
         if not found:
             continue
-        name = f"records/{path.stem}.json.gz"
+        name = f"{GAMES_FOLDER}/{path.stem}.json.gz"
         folder.mkdir(parents=True, exist_ok=True)
         (args.out.parent / name).write_bytes(gzip.compress(path.read_bytes(), mtime=0))
         for candidate in found:

@@ -4,7 +4,7 @@ A suite is one JSON object (format ``perspecto-suite/1``); records are named rel
 folder and may be gzipped (``.json.gz``), so the suite ships with the records it needs:
 
     {"format": "perspecto-suite/1",
-     "entries": [{"id": "bomb-01", "category": "likely_bomb", "record": "records/g1.json.gz", "ply": 120,
+     "entries": [{"id": "bomb-01", "category": "likely_bomb", "record": "games/g1.json.gz", "ply": 120,
                   "side": "red", "predicate": "top_piece_spares_likely_bomb",
                   "played": "E6-E7", "note": "why this position is in the suite"}, ...]}
 
