@@ -1075,8 +1075,10 @@ async def _referee_between(red: UccOpponent, blue: UccOpponent, options: RulesOp
 
 async def test_two_ucc_programs_play_a_whole_game() -> None:
     started = time.monotonic()
-    red = UccOpponent([*UCC_CMD, "--seed", "1"], name="perspecto-red", cwd=ROOT)
-    blue = UccOpponent([*UCC_CMD, "--seed", "2"], name="perspecto-blue", cwd=ROOT)
+    # What is checked is a whole game and a clean exit, not how fast a loaded machine lets a process end: the
+    # adapter's 2 s before it kills a program that lingers after QUIT cut a clean exit short at load 10.
+    red = UccOpponent([*UCC_CMD, "--seed", "1"], name="perspecto-red", cwd=ROOT, quit_time=15.0)
+    blue = UccOpponent([*UCC_CMD, "--seed", "2"], name="perspecto-blue", cwd=ROOT, quit_time=15.0)
     try:
         game = await _referee_between(red, blue, RulesOptions())
     finally:
@@ -1093,15 +1095,17 @@ def _fake_program(script: str) -> list[str]:
 SETUP_ECHO = "; ".join(f"print({line!r})" for line in SPEC_RED_SETUP)
 
 
-@pytest.mark.parametrize("script, why", [
-    ("print('hello'); import time; time.sleep(5)", "bad setup line 'hello'"),
-    ("print('FB8sB479B8'); print('BB31555583 X'); import time; time.sleep(5)", "bad setup line"),
-    ("print('FB8sB479B8'); print('BB31555583'); print('6724898974'); print('9999999999')", "illegal setup"),
-    ("import sys; sys.exit(3)", "exited"),
-    ("import time; time.sleep(5)", "its setup did not come within"),
+# The setup's time: 0.5 s where the program never sends it (the test waits that long), and time to spare where
+# the program ends the setup itself, so that a loaded machine's slow Python start reads as what it is not.
+@pytest.mark.parametrize("script, why, setup_time", [
+    ("print('hello'); import time; time.sleep(5)", "bad setup line 'hello'", 4.0),
+    ("print('FB8sB479B8'); print('BB31555583 X'); import time; time.sleep(5)", "bad setup line", 4.0),
+    ("print('FB8sB479B8'); print('BB31555583'); print('6724898974'); print('9999999999')", "illegal setup", 10.0),
+    ("import sys; sys.exit(3)", "exited", 10.0),
+    ("import time; time.sleep(5)", "its setup did not come within", 0.5),
 ])
-async def test_a_program_with_a_bad_setup(script: str, why: str) -> None:
-    program = UccOpponent(_fake_program("import sys; sys.stdin.readline(); " + script), setup_time=0.5)
+async def test_a_program_with_a_bad_setup(script: str, why: str, setup_time: float) -> None:
+    program = UccOpponent(_fake_program("import sys; sys.stdin.readline(); " + script), setup_time=setup_time)
     try:
         with pytest.raises(UccOpponentError, match=why):
             await program.start(Side.RED, "host")
