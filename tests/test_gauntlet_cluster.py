@@ -1,4 +1,4 @@
-"""``perspecto gauntlet --cluster`` (bot/commands/gauntlet_cluster.py): the gauntlet's games on Dask workers,
+"""``perspecto gauntlet --cluster`` (bot/commands/gauntlet_run/cluster.py): the gauntlet's games on Dask workers,
 each with its own referee, programs and ``perspecto ucc`` wrapper.
 
 Fast: what a worker reports it has (``worker_kit``) and how the client reads it (``GauntletWorkers.verdict``),
@@ -28,8 +28,9 @@ from typing import Any
 import distributed
 import pytest
 
-from bot.commands.gauntlet import Opponent, find_referee, program_path, resolve_opponents
-from bot.commands.gauntlet_cluster import GauntletWorkers, Kit, Needs, Ours, Tools, worker_kit
+from bot.commands.gauntlet_run.cluster import GauntletWorkers, Kit, Needs, Ours, Tools, worker_kit
+from bot.commands.gauntlet_run.opponents import Opponent, resolve_opponents
+from bot.commands.gauntlet_run.referee_route import find_referee, program_path
 from bot.profiles import load_configuration
 from bot.ucc.engine import UCC_DIR_ENV
 from engine_ext.lab.cluster import IDENTITY_ENV, Identity
@@ -371,20 +372,9 @@ def test_a_paired_run_on_two_workers_plays_a_local_runs_slots_and_its_report_giv
 
     from rich.console import Console
 
-    from bot.commands.gauntlet import (
-        ArmSpec,
-        Clock,
-        GauntletJob,
-        GauntletOutcome,
-        PairedFeed,
-        PairedPlan,
-        game_id,
-        opponent_labels,
-        replay_schedule,
-        run_jobs,
-        slot_seed,
-        slot_side,
-    )
+    from bot.commands.gauntlet_run.jobs import Clock, GauntletJob, GauntletOutcome, game_id, run_jobs, slot_side
+    from bot.commands.gauntlet_run.lab_route import slot_seed
+    from bot.commands.gauntlet_run.paired_run import ArmSpec, PairedFeed, PairedPlan, opponent_labels, replay_schedule
     from engine_ext.lab.paired import Slot
     from engine_ext.rules.record import GameRecord
 

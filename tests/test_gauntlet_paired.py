@@ -22,17 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from bot.commands.gauntlet import (
-    PLAN_FILE,
-    ArmSpec,
-    Clock,
-    GauntletJob,
-    GauntletOutcome,
-    PairedFeed,
-    PairedPlan,
-    run_jobs,
-    slot_side,
-)
+from bot.commands.gauntlet_run.jobs import Clock, GauntletJob, GauntletOutcome, run_jobs, slot_side
+from bot.commands.gauntlet_run.paired_run import PLAN_FILE, ArmSpec, PairedFeed, PairedPlan
 from engine_ext.lab.gauntlet import rate_per_100, score_interval
 from engine_ext.lab.paired import (
     ARMS,
@@ -275,9 +266,9 @@ def stand_in_jobs(tmp_path: Path) -> Any:
 
 def test_both_arms_play_every_slot_next_to_each_other_with_the_same_opponent_colour_and_seed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import bot.commands.gauntlet as gauntlet
+    import bot.commands.gauntlet_run.jobs as gauntlet_jobs
 
-    monkeypatch.setattr(gauntlet, "play_gauntlet_job", lambda job: GauntletOutcome(job, None, 0.0, "stand-in"))
+    monkeypatch.setattr(gauntlet_jobs, "play_gauntlet_job", lambda job: GauntletOutcome(job, None, 0.0, "stand-in"))
     p = plan(tmp_path)
     schedule = p.schedule(["x", "y"])
     feed = PairedFeed(p, schedule, stand_in_jobs(tmp_path), tmp_path, Console(file=open(os.devnull, "w")),
@@ -295,7 +286,7 @@ def test_both_arms_play_every_slot_next_to_each_other_with_the_same_opponent_col
 
 
 def test_a_resumed_run_plays_only_the_games_without_a_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import bot.commands.gauntlet as gauntlet
+    import bot.commands.gauntlet_run.jobs as gauntlet_jobs
     from engine_ext.rules.record import GameRecord, RecordedPlayer
 
     def record_of(job: GauntletJob) -> GameRecord:
@@ -310,7 +301,7 @@ def test_a_resumed_run_plays_only_the_games_without_a_record(tmp_path: Path, mon
         played.append(job.game_id)
         return GauntletOutcome(job, record_of(job), 0.0)
 
-    monkeypatch.setattr(gauntlet, "play_gauntlet_job", stand_in)
+    monkeypatch.setattr(gauntlet_jobs, "play_gauntlet_job", stand_in)
     quiet = Console(file=open(os.devnull, "w"))
     p = plan(tmp_path)
     first = p.schedule(["x", "y"])
@@ -333,7 +324,7 @@ def test_the_command_stops_at_the_sprts_verdict_resumes_and_reports_the_same(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The whole command in this process, the games a stand-in: the candidate wins every game by the
     program's forfeit, the baseline loses every one by its own."""
-    import bot.commands.gauntlet as gauntlet
+    import bot.commands.gauntlet_run.jobs as gauntlet_jobs
     from bot.cli import main
     from engine_ext.rules.record import GameRecord, RecordedPlayer
 
@@ -349,7 +340,7 @@ def test_the_command_stops_at_the_sprts_verdict_resumes_and_reports_the_same(
                                     "forfeits": [str(loser)]}, game_id=job.game_id)
         return GauntletOutcome(job, record, 0.0)
 
-    monkeypatch.setattr(gauntlet, "play_gauntlet_job", stand_in)
+    monkeypatch.setattr(gauntlet_jobs, "play_gauntlet_job", stand_in)
     config = tmp_path / "config"
     (config / "profiles").mkdir(parents=True)
     for name in ("ucc-one", "ucc-two"):
@@ -467,7 +458,8 @@ def test_a_paired_gauntlet_through_the_real_referee(tmp_path: Path) -> None:
 def test_a_baseline_is_a_profile_else_a_revision_checked_out_in_its_own_worktree(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from bot.cli import main
-    from bot.commands.gauntlet import GauntletError, git_commit, prepare_worktree, resolve_baseline
+    from bot.commands.gauntlet_run.opponents import GauntletError
+    from bot.commands.gauntlet_run.paired_run import git_commit, prepare_worktree, resolve_baseline
     from bot.profiles import load_configuration
 
     _settings, profiles = load_configuration(None)
@@ -497,7 +489,7 @@ def test_a_baseline_is_a_profile_else_a_revision_checked_out_in_its_own_worktree
 
 def test_a_single_arm_run_resumes_with_the_games_it_has_and_shows_failures_per_100(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import bot.commands.gauntlet as gauntlet
+    import bot.commands.gauntlet_run.jobs as gauntlet_jobs
     from bot.cli import main
     from engine_ext.rules.record import GameRecord, RecordedPlayer
 
@@ -511,7 +503,7 @@ def test_a_single_arm_run_resumes_with_the_games_it_has_and_shows_failures_per_1
                                     "forfeits": [str(job.our_side.other)]}, game_id=job.game_id)
         return GauntletOutcome(job, record, 0.0)
 
-    monkeypatch.setattr(gauntlet, "play_gauntlet_job", stand_in)
+    monkeypatch.setattr(gauntlet_jobs, "play_gauntlet_job", stand_in)
     config = tmp_path / "config"
     (config / "profiles").mkdir(parents=True)
     (config / "profiles" / "ucc-one.toml").write_text(

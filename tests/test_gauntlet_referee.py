@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.commands.gauntlet import shown_setup
+from bot.commands.gauntlet_run.records import shown_setup
 from bot.daemon.opponent_store import OpponentStore
 from bot.ucc.referee import parse_referee_log, parse_result_line
 from engine_ext.beliefs.observed import parse_seen

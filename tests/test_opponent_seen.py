@@ -15,7 +15,7 @@ import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.commands.gauntlet import shown_setup
+from bot.commands.gauntlet_run.records import shown_setup
 from bot.commands.ucc import open_memory, wrapper_text
 from bot.config import builtin_profiles
 from bot.daemon.learning import OpponentMemory

@@ -22,7 +22,7 @@ programs is accepted and named with what it lacks, and gets none of those games 
 with ``workers=`` the accepted workers that have its program). An opponent no worker can play stops the
 run before any game. Every game checks its worker's identity again before it plays (the second net).
 
-The games are jobs (``GauntletJob``, bot/commands/gauntlet.py) that ``ClusterExecutor`` plays with the
+The games are jobs (``GauntletJob``, bot/commands/gauntlet_run/jobs.py) that ``ClusterExecutor`` plays with the
 ``concurrent.futures.Executor`` interface the gauntlet's run loop uses locally: on the worker the job's
 paths (referee, programs, logs) are replaced by the worker's own, the game is played by the gauntlet's
 own ``play_gauntlet_job``, and the outcome (the record inside) comes back to the client, which saves it
@@ -36,9 +36,10 @@ paired schedule (engine_ext/lab/paired.py) takes the results in whatever order t
 and tests by rounds of complete results only, so the slots and the verdict do not depend on which worker was
 fast. A baseline from a git revision is a worktree of the client's, which no worker has: refused.
 
-This module does not import bot/commands/gauntlet.py (which imports it for ``--cluster``): the
-gauntlet's own functions a worker needs (``find_referee``, ``program_path``, ``write_our_wrapper``) are
-handed over in ``Tools``, module functions pickled by reference and run by the worker's installation.
+This module does not import the gauntlet's other modules (bot/commands/gauntlet_run/jobs.py and
+bot/commands/gauntlet.py import it for ``--cluster``): the gauntlet's own functions a worker needs
+(``find_referee``, ``program_path``, ``write_our_wrapper``) are handed over in ``Tools``, module functions
+pickled by reference and run by the worker's installation.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ REFEREE_FILES = (".log", ".out", ".err")  # what the referee leaves of a game (b
 
 
 class Program(Protocol):
-    """An opponent as the gauntlet names it (``gauntlet.Opponent``)."""
+    """An opponent as the gauntlet names it (``opponents.Opponent``)."""
 
     @property
     def name(self) -> str: ...
@@ -94,7 +95,8 @@ class Program(Protocol):
 
 @dataclass(frozen=True)
 class Tools:
-    """The gauntlet's own ways of finding its programs (bot/commands/gauntlet.py), run on the worker."""
+    """The gauntlet's own ways of finding its programs (bot/commands/gauntlet_run/referee_route.py), run on the
+    worker."""
 
     find_referee: Callable[[Path | None], Path]  # None: from the environment ($PERSPECTO_UCC2012_REFEREE, ...)
     program_path: Callable[[Any, Path], Path]  # what the referee runs for an opponent, in a folder
