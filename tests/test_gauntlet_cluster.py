@@ -267,8 +267,9 @@ def test_a_worker_killed_mid_game_loses_no_game_and_plays_none_twice(cluster: Cl
             assert time.monotonic() < deadline and run.poll() is None, "no game on the victim"
             keys = [str(k) for k in observer.processing(workers=[names["two"]])[names["two"]]]
             games = [k.rsplit("-", 1)[0] for k in keys if k.startswith("perspecto-vs-")]
+            # At once: at -T 0.5 on a loaded machine a game can end within a second (a setup too late), and a game
+            # that ended on the victim is not played again (the first run of this test after the split lost so).
             if games and games[0] in referee_logs(cluster, "two"):
-                time.sleep(1.0)
                 victim.send_signal(signal.SIGKILL)
                 killed.append(games[0])
             time.sleep(0.2)
