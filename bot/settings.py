@@ -57,8 +57,8 @@ ENV_NOT_SETTINGS = frozenset({
     "PERSPECTO_GAME_CMD",          # scripts/build-image: the image self-check's game command
     "PERSPECTO_SKIP_IMAGE_BUILD",  # tests/test_dockerfile.py: do not build the image
     "PERSPECTO_UCC2012",           # bot/ucc/engine.py: the bin/ folder of the UCC 2012 programs (ucc-* profiles)
-    "PERSPECTO_UCC2012_REFEREE",   # bot/commands/gauntlet.py: the UCC 2012 referee stratego
-    "PERSPECTO_BASELINES",         # bot/commands/gauntlet.py: where --baseline REV's worktrees go
+    "PERSPECTO_UCC2012_REFEREE",   # bot/commands/gauntlet_run/referee_route.py: the UCC 2012 referee stratego
+    "PERSPECTO_BASELINES",         # bot/commands/gauntlet_run/paired_run.py: where --baseline REV's worktrees go
     "PERSPECTO_UCC2012_SOURCE",    # tests/test_gauntlet_referee.py: the sparring set to build (.ci/run sets it)
     "PERSPECTO_UCC_DIR",           # bot/ucc/engine.py: a lab worker's folder of UCC programs (docs/lab.md)
     "PERSPECTO_LAB_WORKER_IDENTITY",  # engine_ext/lab/cluster.py: a test hook, the identity a worker reports

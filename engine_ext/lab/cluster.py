@@ -19,7 +19,7 @@ What Dask does for us and what we add:
   (games are submitted with ``workers=`` the accepted ones); a worker that joins later is asked when it
   appears. As a second net, every game checks its worker's identity before it plays. The connection and
   this check are ``ClusterWorkers``, shared with ``perspecto gauntlet --cluster`` (which asks its workers
-  more: bot/commands/gauntlet_cluster.py); ``ClusterPool`` plays the lab's games on them.
+  more: bot/commands/gauntlet_run/cluster.py); ``ClusterPool`` plays the lab's games on them.
 - A scheduler that goes away: the games finished so far are already saved (the caller's progress log,
   engine_ext/lab/progress.py), the run ends with ``ClusterLost`` and ``--resume`` carries on.
 """
@@ -134,7 +134,7 @@ class ClusterWorkers:
     """A client of the scheduler at ``address`` and the workers it has checked: each worker is asked a
     ``probe`` (a task pinned to it) before it gets anything, and ``verdict`` reads the answer (None: accepted;
     else why not). The lab's check is the identity (``ClusterPool``); the gauntlet asks for more (the UCC
-    programs a worker has: bot/commands/gauntlet_cluster.py). ``report`` gets the lines a user should see (a
+    programs a worker has: bot/commands/gauntlet_run/cluster.py). ``report`` gets the lines a user should see (a
     worker refused, a worker lost); ``work`` names what the workers play in those lines ("match")."""
 
     address: str
