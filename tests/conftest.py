@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import structlog
+
+if TYPE_CHECKING:
+    from tests.mqtt_broker import BotProcesses
+    from tests.test_host_signals import HostProcess
 
 # Where the variables pointed when the session started: the user's own folders, never to be written.
 REAL_HOME = Path(os.path.expanduser("~")).resolve()
@@ -56,3 +61,25 @@ def _structlog_as_found() -> Iterator[None]:
     structlog.reset_defaults()
     yield
     structlog.reset_defaults()
+
+
+# --- real processes: a ``perspecto host`` and ``perspecto bot``s, stopped after the test ----------------------
+# Imported when a test asks for them: most tests start neither, and these modules start nothing on import.
+
+
+@pytest.fixture
+async def host_process(tmp_path: Path) -> AsyncIterator[HostProcess]:
+    from tests.test_host_signals import HostProcess
+
+    instance = HostProcess(tmp_path / "records")
+    yield instance
+    await instance.stop()
+
+
+@pytest.fixture
+async def bots(tmp_path: Path) -> AsyncIterator[BotProcesses]:
+    from tests.mqtt_broker import BotProcesses
+
+    processes = BotProcesses(tmp_path / "bots")
+    yield processes
+    await processes.stop()

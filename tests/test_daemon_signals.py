@@ -51,13 +51,6 @@ async def host(tmp_path: Path) -> AsyncIterator[Host]:
     await instance.close()
 
 
-@pytest.fixture
-async def bots(tmp_path: Path) -> AsyncIterator[BotProcesses]:
-    processes = BotProcesses(tmp_path / "bots")
-    yield processes
-    await processes.stop()
-
-
 def connect(host: Host) -> tuple[str, str]:
     return ("--connect", f"127.0.0.1:{host.port}")
 

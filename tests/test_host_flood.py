@@ -114,20 +114,6 @@ async def test_strangers_are_summarised_once_a_second_not_logged_one_by_one(host
 # --- a real host process, real bots and a reconnecting flood ---------------------------------------------------
 
 
-@pytest.fixture
-async def host_process(tmp_path: Path) -> AsyncIterator[HostProcess]:
-    instance = HostProcess(tmp_path / "records")
-    yield instance
-    await instance.stop()
-
-
-@pytest.fixture
-async def bots(tmp_path: Path) -> AsyncIterator[BotProcesses]:
-    processes = BotProcesses(tmp_path / "bots")
-    yield processes
-    await processes.stop()
-
-
 @pytest.mark.long
 async def test_ten_reconnecting_strangers_cost_the_log_a_line_a_second_and_the_bots_no_game(
     host_process: HostProcess, bots: BotProcesses

@@ -11,7 +11,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,20 +35,6 @@ from tests.test_host_signals import HostProcess, MemoryBot, connected, until, un
 
 REPO = Path(__file__).resolve().parents[1]
 Answer = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-@pytest.fixture
-async def host_process(tmp_path: Path) -> AsyncIterator[HostProcess]:
-    instance = HostProcess(tmp_path / "records")
-    yield instance
-    await instance.stop()
-
-
-@pytest.fixture
-async def bots(tmp_path: Path) -> AsyncIterator[BotProcesses]:
-    processes = BotProcesses(tmp_path / "bots")
-    yield processes
-    await processes.stop()
 
 
 class RawPeer:

@@ -3,28 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from tests.mqtt_broker import BotProcesses
 from tests.test_host_hostile import RawPeer
 from tests.test_host_signals import HostProcess, until_state
-
-
-@pytest.fixture
-async def host_process(tmp_path: Path) -> AsyncIterator[HostProcess]:
-    instance = HostProcess(tmp_path / "records")
-    yield instance
-    await instance.stop()
-
-
-@pytest.fixture
-async def bots(tmp_path: Path) -> AsyncIterator[BotProcesses]:
-    processes = BotProcesses(tmp_path / "bots")
-    yield processes
-    await processes.stop()
 
 
 async def test_max_games_counts_games_played_not_games_a_pairing_planned(

@@ -306,20 +306,6 @@ class HostProcess:
             reader.cancel()
 
 
-@pytest.fixture
-async def host_process(tmp_path: Path) -> AsyncIterator[HostProcess]:
-    instance = HostProcess(tmp_path / "records")
-    yield instance
-    await instance.stop()
-
-
-@pytest.fixture
-async def bots(tmp_path: Path) -> AsyncIterator[BotProcesses]:
-    processes = BotProcesses(tmp_path / "bots")
-    yield processes
-    await processes.stop()
-
-
 def health(bots: BotProcesses, token: str) -> str | None:
     try:
         return str(json.loads((bots.state_dir(token) / "health.json").read_text())["state"])

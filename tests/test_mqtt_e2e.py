@@ -66,13 +66,6 @@ async def proxy(broker: Broker) -> AsyncIterator[TcpProxy]:
         yield instance
 
 
-@pytest.fixture
-async def bots(tmp_path: Path) -> AsyncIterator[BotProcesses]:
-    processes = BotProcesses(tmp_path / "bots")
-    yield processes
-    await processes.stop()
-
-
 async def claim(host: Host, *tokens: str) -> list[BotSession]:
     return [await host.wait_for_bot(token=token, timeout=30) for token in tokens]
 

@@ -108,13 +108,6 @@ async def network(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
             await host.close()
 
 
-@pytest.fixture
-async def bots(tmp_path: Path) -> AsyncIterator[BotProcesses]:
-    processes = BotProcesses(tmp_path / "bots")
-    yield processes
-    await processes.stop()
-
-
 async def claim(host: Host, name: str) -> BotSession:
     """The free session of the bot called ``name`` (no tokens to tell bots apart here)."""
     async with asyncio.timeout(30):
