@@ -19,7 +19,7 @@ from engine_ext.lab.suite.entries import CATEGORIES, Entry, Suite, suite_documen
 from engine_ext.lab.suite.errors import PositionError, SuiteFileError
 from engine_ext.lab.suite.extract import SITUATIONS, candidates, our_side
 from engine_ext.lab.suite.knowledge import EnemyPiece, Knowledge, beats
-from engine_ext.lab.suite.predicates import PREDICATES, flag_raiders, makes_progress
+from engine_ext.lab.suite.predicates import PREDICATES, flag_raiders, makes_progress, possible_spy
 from engine_ext.lab.suite.view import side_view, view_options
 from engine_ext.rules.notation import Move
 from engine_ext.rules.pieces import Rank, Side
@@ -155,6 +155,25 @@ def test_marshal_shuns_possible_spy_step_next_to_it() -> None:
     assert check(known, mv("E4-F4"))
     spy_gone = board({"E4": Rank.MARSHAL}, {"E6": (U, True)}, their_lost={Rank.SPY: 1})
     assert check(spy_gone, mv("E4-E5"))
+
+
+def test_possible_spy_counts_unmoved_pieces() -> None:
+    """Every spy that took our marshal in the no-learn baseline had never moved (issue 45): an unmoved unseen
+    piece may be the spy; a shown piece is none; with their spy seen, no piece is."""
+    check = PREDICATES["marshal_shuns_possible_spy"].check
+    known = board({"E4": Rank.MARSHAL, "A4": Rank.SCOUT}, {"E6": (U, False), "F4": (U, False)})
+    assert possible_spy(known, sq("E6")) and possible_spy(known, sq("F4"))
+    assert not check(known, mv("A4-A5"))  # the marshal stays next to unmoved unseen F4
+    assert not check(known, mv("E4-E5"))  # steps next to unmoved unseen E6
+    assert check(known, mv("E4-F4"))  # takes the suspect: a defending spy loses
+    assert check(known, mv("E4-D4"))
+    shown = board({"E4": Rank.MARSHAL, "A4": Rank.SCOUT}, {"F4": (Rank.SERGEANT, False), "E6": (Rank.MINER, True)})
+    assert not possible_spy(shown, sq("F4")) and not possible_spy(shown, sq("E6"))
+    assert check(shown, mv("A4-A5")) and check(shown, mv("E4-E5"))
+    spy_seen = board({"E4": Rank.MARSHAL, "A4": Rank.SCOUT}, {"F4": (U, False), "E6": (U, True)},
+                     their_lost={Rank.SPY: 1})
+    assert not possible_spy(spy_seen, sq("F4")) and not possible_spy(spy_seen, sq("E6"))
+    assert check(spy_seen, mv("A4-A5")) and check(spy_seen, mv("E4-E5"))
 
 
 def test_answers_known_raider() -> None:

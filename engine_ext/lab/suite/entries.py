@@ -44,7 +44,8 @@ class Category:
 # The categories of issue 44, in the order the report lists them.
 CATEGORIES: dict[str, Category] = {c.name: c for c in (
     Category("likely_bomb", "a marshal or general next to an unmoved unseen piece while they have unseen bombs"),
-    Category("possible_spy", "our marshal next to (or a step from) a moved unseen piece while their spy is unseen"),
+    Category("possible_spy",
+             "our marshal next to (or a step from) an unseen piece, moved or not, while their spy is unseen"),
     Category("known_raider", "their shown marshal, general or colonel in our half, with an answer in reach"),
     Category("flag_raider", "a miner or unseen mover a few steps from our flag, with a defender in reach"),
     Category("won_endgame", "our strongest piece outranks all they have left; the game still drew or was lost"),

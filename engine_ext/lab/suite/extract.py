@@ -57,10 +57,10 @@ def _possible_spy(known: Knowledge) -> str | None:
         return None
     for near in known.neighbours(marshal):
         if possible_spy(known, near):
-            return f"our marshal on {marshal} next to moved unseen {near}; their spy unseen"
+            return f"our marshal on {marshal} next to unseen {near}; their spy unseen"
     for square in sorted(known.theirs):
         if possible_spy(known, square) and known.path_distance(marshal, [square]) == 2:
-            return f"our marshal on {marshal} a step from standing next to moved unseen {square}; their spy unseen"
+            return f"our marshal on {marshal} a step from standing next to unseen {square}; their spy unseen"
     return None
 
 

@@ -35,9 +35,11 @@ def likely_bomb(known: Knowledge, square: Square) -> bool:
 
 
 def possible_spy(known: Knowledge, square: Square) -> bool:
-    """A moved unseen enemy piece while their spy is unseen (a moved piece is never a bomb: it could be)."""
+    """An unseen enemy piece, moved or unmoved, while their spy is unseen: it could be the spy (a moved piece is
+    never a bomb; an unmoved one may be the spy too: every spy that took our marshal in the no-learn baseline
+    had never moved before, issue 45)."""
     piece = known.theirs.get(square)
-    return piece is not None and piece.unseen and piece.moved and known.unseen(Rank.SPY) > 0
+    return piece is not None and piece.unseen and known.unseen(Rank.SPY) > 0
 
 
 def known_raiders(known: Knowledge) -> Iterator[tuple[Square, Rank]]:
@@ -215,7 +217,7 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
               "our marshal or general does not attack an unmoved unseen piece while they have unseen bombs",
               top_piece_spares_likely_bomb),
     Predicate("marshal_shuns_possible_spy",
-              "our marshal does not stay or step next to a moved unseen piece while their spy is unseen "
+              "our marshal does not stay or step next to an unseen piece (moved or not) while their spy is unseen "
               "(attacking that piece is allowed)",
               marshal_shuns_possible_spy),
     Predicate("answers_known_raider",
