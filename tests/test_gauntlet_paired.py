@@ -43,6 +43,7 @@ from engine_ext.lab.paired import (
 )
 from engine_ext.lab.stats import Trinomial
 from engine_ext.rules.pieces import Side
+from tests.test_gauntlet_referee import ucc2012  # noqa: F401  (the build, when $PERSPECTO_UCC2012 has none)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -381,9 +382,9 @@ def test_the_command_stops_at_the_sprts_verdict_resumes_and_reports_the_same(
     assert "d0 < d1" in capsys.readouterr().out
 
 
-def perspecto(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def perspecto(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+                          timeout=timeout, check=False, env=env)
 
 
 @pytest.mark.slow
@@ -428,17 +429,17 @@ def test_the_command_runs_a_paired_gauntlet_in_the_lab_resumes_it_and_reports_it
     assert bad.returncode == 2 and "neither a profile" in bad.stdout and "Traceback" not in bad.stderr
 
 
-REFEREE = Path(os.environ.get("PERSPECTO_UCC2012") or "/nonexistent").parent / "judge" / "manager" / "stratego"
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not REFEREE.is_file() or not (REFEREE.parents[2] / "bin" / "basic_cpp").is_file(),
-                    reason="needs $PERSPECTO_UCC2012 (the built UCC 2012 programs) with the referee beside it")
-def test_a_paired_gauntlet_through_the_real_referee(tmp_path: Path) -> None:
+def test_a_paired_gauntlet_through_the_real_referee(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The programs: $PERSPECTO_UCC2012's build, else the one tests/test_gauntlet_referee.py makes from the sparring
+    set (as CI has it), so this runs wherever the referee's slow tests run instead of skipping there."""
+    given = Path(os.environ.get("PERSPECTO_UCC2012") or "/nonexistent")
+    programs = given if (given.parent / "judge" / "manager" / "stratego").is_file() and (
+        given / "basic_cpp").is_file() else Path(request.getfixturevalue("ucc2012")) / "bin"
     records, out = tmp_path / "records", tmp_path / "verdict.json"
     run = perspecto("gauntlet", "ucc-basic_cpp", "--baseline", "random", "--max-slots", "2", "--move-time", "1",
                     "--max-turns", "30", "--records", str(records), "--json", str(out), "--concurrency", "1",
-                    timeout=600)
+                    timeout=600, env={**os.environ, "PERSPECTO_UCC2012": str(programs)})
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     verdict = json.loads(out.read_text())
     assert verdict["pairs"] == 2
