@@ -32,6 +32,7 @@ from engine_ext.engine.settings import (
     search_params,
     strategic_params,
 )
+from engine_ext.engine.spy_guard import spy_guard_charges
 from engine_ext.rules.core import Position
 from engine_ext.rules.game import Game, MoveResult
 from engine_ext.rules.notation import Move, Square
@@ -310,16 +311,37 @@ class Engine:
         values: list[float] = result["values"] or [0.0] * len(legal)
         weight = params.strategic_weight
         totals = [v + weight * s for v, s in zip(values, strategic, strict=True)]
+        guard = self._spy_guard(position, me, legal, runner)
+        if any(guard):
+            totals = [t + g for t, g in zip(totals, guard, strict=True)]
         order = sorted(range(len(legal)), key=lambda i: (-totals[i], i))
         best = order[0]
         elapsed = time.monotonic() - start
         reasons = self._reasons(game, runner, legal, result, values, strategic, totals, order, elapsed)
+        if any(guard):
+            kept = sum(1 for g in guard if g == 0.0)
+            reasons.insert(1, f"spy guard: {len(legal) - kept} moves leave our marshal next to a possible spy "
+                              f"(charged {-min(guard):.1f}); {kept} do not")
         if suspects:
             squares = ", ".join(str(Square(*position.coords(position.piece(pid)[0]))) for pid in suspects)
             reasons.insert(1, f"searched as miners at our flag's door: the unseen pieces on {squares}")
         move = game.move_of(legal[best])
         return EngineChoice(move, totals[best], result["depth"], result["nodes"], elapsed, tuple(reasons),
                             result["limit"], line=(move,))
+
+    def _spy_guard(self, position: Position, me: int, legal: list[int], runner: SearchRunner) -> list[float]:
+        """Each root move's charge from the spy guard (engine_ext/engine/spy_guard.py): 0 when the setting
+        is off. A piece may be their spy when it is unseen and its belief row (if the search has one) gives
+        the spy a chance."""
+        if not self.settings.spy_guard:
+            return [0.0] * len(legal)
+
+        def may_be_spy(pid: int) -> bool:
+            row = runner.belief(pid)
+            return row[Rank.SPY] > 0.0 or not any(row)
+
+        return spy_guard_charges(position, me, legal, runner.is_public, may_be_spy,
+                                 runner.piece_value(me, int(Rank.MARSHAL)))
 
     def _reasons(self, game: Game, runner: SearchRunner, legal: list[int], result: dict[str, Any],
                  values: list[float], strategic: list[float], totals: list[float], order: list[int],

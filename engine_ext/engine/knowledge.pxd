@@ -63,6 +63,9 @@ ctypedef struct Knowledge:
     double lose_still[MAX_PIECES][N_RANKS]  # [k]: P(a known attacker of rank k beats the unmoved piece), ties half
     double lose_moved[MAX_PIECES][N_RANKS]  # ... the piece has moved (at the root or in the search line)
     double beat_known[MAX_PIECES][N_RANKS]  # [k]: P(the piece, attacking, beats a known defender of rank k)
+    # Not in the thesis (issue 45): our pieces of this rank and above (the top pieces) do not attack an
+    # unmoved unseen piece that may be a bomb; 0: they do. Set by the search's fill, after prepare_root.
+    int top_piece_rank
 
 cdef void build_knowledge(Knowledge* kn, Pos* p, int me, const int* initial,
                           const unsigned char* public_, const uint64_t* approached) noexcept nogil
@@ -149,6 +152,18 @@ cdef inline double belief_win(Knowledge* kn, Pos* p, bint attacker_known, bint d
     return total
 
 
+cdef inline bint top_piece_lottery(Knowledge* kn, Pos* p, int persp, int a, int d, bint defender_known) noexcept nogil:
+    """Our top piece (``top_piece_rank`` and above) on an unseen piece that has not moved, in the line or
+    before, while it may be a bomb (P(bomb) at the root above 0): in our view the attack costs the whole
+    attacker. Not in the thesis (issue 45): the scale prices the marshal at 95 and the general at 85, so
+    P(bomb) x value against the pool's mean gain made each step into the opponent's back rows a paying
+    lottery, and the walk ended on a bomb (docs/lab.md, the top pieces' fatal attacks); with them gone,
+    the opponent's own top pieces rule the board, which no scale value prices. They take a piece that has
+    moved, or one whose rank they know; miners and lower pieces test the unmoved ones."""
+    return (persp == OWN and kn.top_piece_rank > 0 and p.powner[a] == kn.me and p.prank[a] >= kn.top_piece_rank
+            and not defender_known and p.pmoves[d] == 0 and kn.p_bomb[d] > 0.0)
+
+
 cdef inline void attack_outcomes(Knowledge* kn, Pos* p, const unsigned char* kpub, int persp,
                                  int a, int d, int line_start, bint failed_attack_passive,
                                  double* out) noexcept nogil:
@@ -175,6 +190,9 @@ cdef inline void attack_outcomes(Knowledge* kn, Pos* p, const unsigned char* kpu
             out[OUT_BOTH] = 1.0
         else:
             out[OUT_LOSE] = 1.0
+        return
+    if top_piece_lottery(kn, p, persp, a, d, dk):
+        out[OUT_LOSE] = 1.0
         return
     if kn.beliefs:
         P = belief_win(kn, p, ak, dk, a, d)

@@ -30,6 +30,7 @@ cdef void build_knowledge(Knowledge* kn, Pos* p, int me, const int* initial,
     cdef double v, total, share
     kn.me = me
     kn.enemy = me ^ 1
+    kn.top_piece_rank = 0       # off unless the search's settings turn it on (fill_search)
     for sq in range(MAX_SQ):
         kn.sq_col[sq] = sq % p.stride
         kn.sq_row[sq] = sq // p.stride

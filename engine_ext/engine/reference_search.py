@@ -438,6 +438,13 @@ class Reference:
                     return True
         return False
 
+    def top_piece_lottery(self, persp: int, a: int, d: int, dk: bool) -> bool:
+        """Issue 45: in our view our piece of ``top_piece_rank`` or higher attacking an unseen piece that has
+        not moved and may be a bomb (P(bomb) at the root above 0) loses for certain."""
+        b, rank = self.b, self.p.top_piece_rank
+        return (persp == OWN and rank > 0 and b.owner[a] == self.me and b.rank[a] >= rank and not dk
+                and b.moves[d] == 0 and self.p_bomb[d] > 0.0)
+
     def outcomes(self, persp: int, a: int, d: int) -> list[float]:
         b = self.b
         ak, dk = self.known_in(persp, a), self.known_in(persp, d)
@@ -445,6 +452,9 @@ class Reference:
         if ak and dk:
             result = combat(Rank(b.rank[a]), Rank(b.rank[d]))
             out[{ATTACKER_WINS: WIN, DEFENDER_WINS: LOSE, BOTH_DIE: BOTH}[result]] = 1.0
+            return out
+        if self.top_piece_lottery(persp, a, d, dk):
+            out[LOSE] = 1.0
             return out
         if self.p.beliefs:
             p = self.belief_win(ak, dk, a, d)

@@ -1092,6 +1092,7 @@ cdef int fill_search(Search* S, Position pos, int me, object initial, object par
     prepare_root(&S.pos, &S.kn, pos, me, initial, public, approached, moved,
                  (params.own_fear, params.est_opp_fear, params.est_own_fear), params.psychology,
                  params.line_approach, params.beliefs, beliefs)
+    S.kn.top_piece_rank = params.top_piece_rank
     for r in range(N_RANKS):
         base[r] = params.base[r]
         special[r] = params.special[r]
@@ -1228,6 +1229,19 @@ cdef class SearchRunner:
         if not 0 <= pid < self.S.pos.end_id[1]:
             raise ValueError(f"no piece id {pid}")
         return [self.S.kn.bel_still[pid][r] for r in range(N_RANKS)]
+
+    def is_public(self, int pid) -> bool:
+        """Whether the piece's rank is known to its opponent at the root (ours: shown by a fight or a scout's
+        run; theirs: seen by us)."""
+        if not 0 <= pid < self.S.pos.end_id[1]:
+            raise ValueError(f"no piece id {pid}")
+        return is_public(&self.S.kn, &self.S.pos, self.S.kpub, pid)
+
+    def piece_value(self, int side, int rank) -> float:
+        """What a known piece of ``side`` and ``rank`` is worth in this search (Table 4, notches, specials)."""
+        if not (0 <= side <= 1 and 0 <= rank < N_RANKS):
+            raise ValueError(f"no side {side} or rank code {rank}")
+        return self.S.val.piece[side][rank]
 
     def opponent_movers(self) -> int:
         """The opponent's movable pieces still on the board (every capture shows a rank, so the

@@ -189,6 +189,23 @@ class FlagDefence(BaseModel):
         "searched as a miner, as many as their unseen miners (the raider); -1: off")
 
 
+class TopPieces(BaseModel):
+    """Not in the thesis (issue 45): our marshal and general are not for lotteries. ``top_piece_rank`` fills
+    the search's knowledge (``Knowledge.top_piece_rank``); ``spy_guard`` is the facade's (engine_ext/engine/
+    spy_guard.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    top_piece_rank: int = Field(
+        0, ge=0, le=10, description="not in the thesis: in our view an attack of our piece of this rank or "
+        "higher on an unseen piece that has not moved and may be a bomb costs the whole attacker (the top "
+        "pieces take a piece that has moved or one whose rank they know); 9: the general and the marshal; "
+        "0: off")
+    spy_guard: bool = Field(
+        False, description="not in the thesis: a root move after which our marshal, known to the opponent, "
+        "stands next to an unseen piece that may be their spy is charged the marshal's value")
+
+
 class TimeUse(BaseModel):
     """Time and hardware. C: ``SearchRunner``'s workers and deadlines."""
 
@@ -203,7 +220,7 @@ class TimeUse(BaseModel):
 # of the compiled field (or parameter) it fills: one name from the profile file to the C struct.
 SETTINGS_GROUPS: tuple[type[BaseModel], ...] = (
     SearchShape, PemmRules, PsychologySettings, BeliefSettings, EvaluationSettings, StrategicSettings, FlagDefence,
-    TimeUse,
+    TopPieces, TimeUse,
 )
 
 
@@ -218,8 +235,8 @@ REMOVED_SETTINGS: dict[str, str] = {
 }
 
 
-class EngineSettings(TimeUse, FlagDefence, StrategicSettings, EvaluationSettings, BeliefSettings, PsychologySettings,
-                     PemmRules, SearchShape):
+class EngineSettings(TimeUse, TopPieces, FlagDefence, StrategicSettings, EvaluationSettings, BeliefSettings,
+                     PsychologySettings, PemmRules, SearchShape):
     """Every engine setting, flat (a profile's ``engine_params`` keys are these names), grouped by concern
     through the base classes (``SETTINGS_GROUPS``)."""
 
@@ -275,6 +292,7 @@ class SearchParams:
     own_flag_value: float = 0.0  # 0: the scale's flag value
     flag_area: int = -1
     beliefs: bool = False
+    top_piece_rank: int = 0
 
 
 @dataclass(frozen=True)
@@ -300,7 +318,7 @@ SEARCH_STATE_FIELDS: frozenset[str] = frozenset(
 # the endgame miner pull start (``strategic_params``), the raiders' rewrite of the position, the time.
 FACADE_FIELDS: frozenset[str] = frozenset(
     {"engine", "scale", "seed", "fear", "search_two_squares", "strategic", "hunt_movers", "endgame_miner_pull",
-     "raider_radius", "time_use"})
+     "raider_radius", "spy_guard", "time_use"})
 
 
 def usable_cores() -> int:
@@ -361,6 +379,7 @@ def search_params(
         own_flag_value=settings.own_flag_value or 0.0,
         flag_area=settings.flag_area,
         beliefs=settings.beliefs,
+        top_piece_rank=settings.top_piece_rank,
     )
 
 
@@ -421,6 +440,10 @@ _CHASE_MODEL: dict[str, Any] = dict(chase_weight=0.25)
 # generator's setups (no scouts or miners in the front row, unlike people's) the SPRT accepted H0 after 568
 # games, -11.0 [-38.4, +16.2]: the prior expects people; the per-opponent setups correct it game by game.
 _BELIEFS: dict[str, Any] = dict(beliefs=True)
+# Not in the thesis (issue 45): the marshal and general take only pieces that have moved or whose rank they
+# know while the opponent has unseen bombs, and the marshal, once known, does not end a move next to a piece
+# that may be their spy (docs/engine.md, *The top pieces*; the measurement in docs/lab.md's journal).
+_TOP_PIECES: dict[str, Any] = dict(top_piece_rank=9, spy_guard=True)
 # Perspecto searches on every core it may use: its full variable depth then stays within a second on
 # a busy two-core machine (bench/engine). The root moves are shared; values do not depend on it.
 _EVERY_CORE: dict[str, Any] = dict(threads=0)
@@ -432,7 +455,7 @@ BUILTIN_ENGINE_SETTINGS: dict[str, EngineSettings] = {
                                      **_SECTION_8),
     "pemm": EngineSettings(engine="pemm", **{**_SECTION_8, **_PEMM_RULES}),
     "perspecto": EngineSettings(**_FLAG_DEFENCE, **_MINER_PULL, **_RAID_DEFENCE, **_CHASE_MODEL, **_BELIEFS,
-                                **_EVERY_CORE),
+                                **_TOP_PIECES, **_EVERY_CORE),
 }
 
 
