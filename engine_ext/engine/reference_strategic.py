@@ -9,6 +9,7 @@ Nothing in the bot uses this module.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -367,6 +368,99 @@ def _score(board: _Board, frm: tuple[int, int], to: tuple[int, int], p_flag: Seq
     return score
 
 
+# The answer (not in the thesis; issue 45): their known pieces of these ranks in our half each get one
+# responder, the most dangerous first.
+_ANSWERED = (Rank.MARSHAL, Rank.GENERAL, Rank.COLONEL, Rank.MAJOR)
+FLIGHT_STEPS = 2  # our pieces the raider beats this many path steps from it or nearer step back to the answer
+
+
+def _in_our_half(board: _Board, side: int, row: int) -> bool:
+    half = board.height // 2
+    return row < half if side == 0 else row >= board.height - half
+
+
+def path_steps(board: _Board, side: int, start: tuple[int, int]) -> dict[tuple[int, int], int]:
+    """Path steps from ``start`` to every square reachable from it: lakes and the pieces of ``side``'s
+    opponent block (the piece on ``start`` excepted); ``side``'s own pieces do not, for they can step
+    aside (and the raider takes what it beats)."""
+    steps = {start: 0}
+    frontier = deque([start])
+    while frontier:
+        col, row = frontier.popleft()
+        for dc, dr in _STEPS:
+            sq = (col + dc, row + dr)
+            if sq in steps or not board.passable(*sq):
+                continue
+            piece = board.at(*sq)
+            if piece is not None and piece.owner != side:
+                continue
+            steps[sq] = steps[(col, row)] + 1
+            frontier.append(sq)
+    return steps
+
+
+def answers(board: _Board, side: int) -> list[tuple[_Piece, _Piece]]:
+    """(raider, responder) pairs: each known opponent marshal, general, colonel or major in ``side``'s
+    half, the highest first (the lowest id among equals), gets the own piece not yet a responder that
+    beats it attacking (the spy their marshal) or, when ``side`` is not behind in pieces on the board,
+    has its rank (a trade), the nearest by ``path_steps`` from the raider; among equals one that wins
+    before a trade, then the lowest rank, then the lowest id. A raider with no such piece in reach has
+    no answer."""
+    ours = sum(1 for p in board.pieces.values() if p.owner == side)
+    level = ours >= len(board.pieces) - ours
+    raiders = sorted((p for p in board.pieces.values()
+                      if p.owner != side and p.rank in _ANSWERED and _in_our_half(board, side, p.row)),
+                     key=lambda p: (-int(p.rank), p.pid))
+    taken: set[int] = set()
+    pairs = []
+    for raider in raiders:
+        steps = path_steps(board, side, (raider.col, raider.row))
+        options = []
+        for piece in board.pieces.values():
+            if piece.owner != side or not piece.rank.movable or piece.pid in taken:
+                continue
+            wins = combat(piece.rank, raider.rank) == ATTACKER_WINS
+            if not (wins or (piece.rank == raider.rank and level)):
+                continue
+            far = steps.get((piece.col, piece.row))
+            if far is not None:
+                options.append((far, 0 if wins else 1, int(piece.rank), piece.pid, piece))
+        if options:
+            responder = min(options, key=lambda o: o[:4])[4]
+            taken.add(responder.pid)
+            pairs.append((raider, responder))
+    return pairs
+
+
+def answer_terms(pos: Position, side: int, force: float, moves: Sequence[int]) -> list[float]:
+    """Each root move's answer term (not in the thesis; issue 45): for every (raider, responder) of
+    ``answers``, the responder's move scores ``force`` when it shortens its path to the raider and
+    ``-force`` when it lengthens it; a move of an own piece the raider beats, standing at most
+    FLIGHT_STEPS path steps from it, scores ``force`` when it lengthens its path to the raider and
+    shortens its path to the responder (a step back towards the answer, not just aside). Strikes: 0."""
+    out = [0.0] * len(moves)
+    if force == 0.0:
+        return out
+    board = _Board.of(pos)
+    for raider, responder in answers(board, side):
+        to_raider = path_steps(board, side, (raider.col, raider.row))
+        to_responder = path_steps(board, side, (responder.col, responder.row))
+        for i, move in enumerate(moves):
+            frm, to = pos.coords(move & 0xFF), pos.coords(move >> 8)
+            mover = board.at(*frm)
+            if mover is None or board.at(*to) is not None:
+                continue
+            far = 1 << 20  # out of reach, as the compiled search counts it
+            before, after = to_raider.get(frm, far), to_raider.get(to, far)
+            if mover.pid == responder.pid:
+                if after != before:
+                    out[i] += force if after < before else -force
+            elif (combat(raider.rank, mover.rank) == ATTACKER_WINS and before <= FLIGHT_STEPS and after > before
+                  and to_responder.get(to, far) < to_responder.get(frm, far)):
+                out[i] += force
+    return out
+
+
 def strategic_scores(
     pos: Position,
     side: int,
@@ -430,6 +524,9 @@ def strategic_scores(
             after_move.make(move)
             balance = chase_balance(after_move, side, piece_values, two_squares, tracked=tracked)
             out[i] += params.chase_weight * (balance - root)
+    if params.answer_force:
+        for i, term in enumerate(answer_terms(pos, side, params.answer_force, moves)):
+            out[i] += term
     return out
 
 
@@ -462,5 +559,5 @@ def chase_balance(pos: Position, side: int, piece_values: Sequence[Sequence[floa
     return balance
 
 
-__all__ = ["MOVED_FACTOR", "RULES", "Rule", "chase_balance", "flag_suspicions", "hunt_pull", "strategic_scores",
-           "target_force"]
+__all__ = ["MOVED_FACTOR", "RULES", "Rule", "answer_terms", "answers", "chase_balance", "flag_suspicions", "hunt_pull",
+           "path_steps", "strategic_scores", "target_force"]

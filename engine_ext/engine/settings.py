@@ -162,6 +162,12 @@ class StrategicSettings(BaseModel):
         "move to its capture; ours up, theirs down; none where a piece on the trap's border may protect "
         "the chased one), and a known piece that escapes a closed trap no longer pulls the chaser; needs "
         "the game's two-squares rule; 0: off")
+    answer_force: float = Field(
+        0.0, ge=0.0, description="not in the thesis (issue 45): each known opponent marshal, general, colonel or "
+        "major in our half gets one responder, the nearest own piece by path that beats it (the spy their "
+        "marshal) or, when we are not behind in pieces, trades with it; the responder's root moves score this "
+        "for a step nearer it (minus this for one away), and those of our pieces it beats within 2 steps of it "
+        "score this for a step away from it and nearer the responder; 0: off")
 
 
 class FlagDefence(BaseModel):
@@ -306,6 +312,7 @@ class StrategicParams:
     miner_guard: float = 0.0
     home_guard: float = 0.0
     chase_weight: float = 0.0
+    answer_force: float = 0.0
 
 
 # The SearchParams fields that are no setting: the algorithm (from ``engine``), the game's two-squares
@@ -397,6 +404,7 @@ def strategic_params(settings: EngineSettings, opponent_movers: int) -> Strategi
         miner_guard=settings.miner_guard,
         home_guard=settings.home_guard,
         chase_weight=settings.chase_weight,
+        answer_force=settings.answer_force,
     )
 
 # The thesis's first tests (section 8) used a fixed depth of five plies, local search, and the early
@@ -433,6 +441,11 @@ _RAID_DEFENCE: dict[str, Any] = dict(raider_radius=3, home_guard=64.0, miner_gua
 # 112 / 18 / 68 over 198 games, +78.5 Elo [+34.0, +125.7], SPRT(0, 25) accepted; pointless chases of a known
 # weaker piece 609 -> 192, chases ending in a capture 81 -> 102, flags lost 93 -> 48 in the same games.
 _CHASE_MODEL: dict[str, Any] = dict(chase_weight=0.25)
+# Not in the thesis (issue 45): every known enemy high piece in our half gets an answer, the nearest piece of
+# ours that beats or trades with it, pulled towards it, and our pieces in its way step back towards that
+# answer (docs/engine.md, *The answer*). The force: a step of the answer outweighs the random term (2) and
+# Appendix 1's pulls (a few points), not a piece (a captain is worth more than twice it).
+_ANSWER: dict[str, Any] = dict(answer_force=8.0)
 # Not in the thesis: beliefs (issue 22, docs/engine.md "Beliefs"): attacks priced from each unknown piece's
 # rank distribution (human setups, its moves, the opponent's past setups) instead of the uniform pools.
 # Against the same profile without them, 30 000 nodes a move, on people's setups held out from the prior
@@ -455,7 +468,7 @@ BUILTIN_ENGINE_SETTINGS: dict[str, EngineSettings] = {
                                      **_SECTION_8),
     "pemm": EngineSettings(engine="pemm", **{**_SECTION_8, **_PEMM_RULES}),
     "perspecto": EngineSettings(**_FLAG_DEFENCE, **_MINER_PULL, **_RAID_DEFENCE, **_CHASE_MODEL, **_BELIEFS,
-                                **_TOP_PIECES, **_EVERY_CORE),
+                                **_ANSWER, **_TOP_PIECES, **_EVERY_CORE),
 }
 
 

@@ -14,6 +14,10 @@ position is scanned for chase pairs; a chase the defender escapes pulls no more 
 the attacker towards that defender is dropped), and every root move gets the change it makes to the
 chase balance: the value of each piece the two-squares rule hands to a side, discounted by the attacker
 moves it takes, ours counted up, theirs down (docs/two-squares.md, *The engine's use*).
+
+Not in the thesis, with ``answer_force`` > 0: the answer (issue 45, docs/engine.md, *The answer*). Each known
+opponent marshal, general, colonel or major in our half gets one responder by path steps; the responder's root
+moves are pulled towards it and our pieces it threatens step back towards the responder.
 """
 
 from libc.math cimport pow, sqrt
@@ -24,7 +28,7 @@ from engine_ext.chase.lookahead cimport (
     MAX_CANDIDATES, WHY_COUNT, WHY_REFUGE, WHY_SEPARATE, Candidate, scan_c,
 )
 from engine_ext.rules.core cimport (
-    ATTACKER_WINS, BLOCKED, COMBAT, MAX_MOVES, MAX_PIECES, MAX_PLY, N_RANKS, NO_COMBAT, R_BOMB, R_FLAG,
+    ATTACKER_WINS, BLOCKED, COMBAT, MAX_MOVES, MAX_PIECES, MAX_PLY, MAX_SQ, N_RANKS, NO_COMBAT, R_BOMB, R_FLAG,
     R_MARSHAL, R_MINER, R_SCOUT, R_SPY, R_UNKNOWN, Pos, Position, gen_moves, make_move_result, unmake_move,
 )
 
@@ -39,6 +43,8 @@ cdef enum:
     GUARD_RADIUS = 5        # the guard: a known miner this many steps from our flag or nearer
     HOME_GUARDS = 2         # the home guards: at most this many stations by our flag's bombs
     CHASE_DISTANCE = 3      # the chase model's pairs: at most this many steps apart (the look-ahead's scan)
+    FLIGHT_STEPS = 2        # the answer: our pieces a raider beats this near it step back towards the answer
+    FAR = 1 << 20           # the answer's path steps to a square out of reach
 
 # The chase model's discount: a capture the two-squares rule enforces in k attacker moves is worth the
 # piece's value times this to the power k - 1 (a tenth less for every move the chase takes).
@@ -460,12 +466,14 @@ cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1:
         cfg.miner_guard = 0.0
         cfg.home_guard = 0.0
         cfg.chase_weight = 0.0
+        cfg.answer_force = 0.0
         return 0
     cfg.hunt_force = params.hunt_force
     cfg.miner_pull = params.miner_pull
     cfg.miner_guard = params.miner_guard
     cfg.home_guard = params.home_guard
     cfg.chase_weight = params.chase_weight
+    cfg.answer_force = params.answer_force
     return 0
 
 
@@ -535,6 +543,114 @@ cdef void _chase_scores(Pos* p, int side, const double* piece_values, int limit,
         make_move_result(p, m, NO_COMBAT)
         out[i] += weight * (_chase_balance(p, side, piece_values, limit, buf, NULL, NULL, tracked) - root)
         unmake_move(p)
+
+
+# --- the answer to their known high pieces (not in the thesis; issue 45) --------------------------------
+
+cdef void _path_steps(Pos* p, int side, int start, int* steps, int* queue) noexcept nogil:
+    """steps[sq]: path steps from ``start`` (FAR: out of reach). Lakes and the pieces of ``side``'s opponent
+    block (the piece on ``start`` excepted); ``side``'s own pieces do not: they can step aside, and the
+    raider takes what it beats."""
+    cdef int sq, d, nb, occ, head = 0, tail = 0
+    cdef int squares = p.stride * (p.height + 2)
+    for sq in range(squares):
+        steps[sq] = FAR
+    steps[start] = 0
+    queue[tail] = start
+    tail += 1
+    while head < tail:
+        sq = queue[head]
+        head += 1
+        for d in range(4):
+            nb = sq + p.dirs[d]
+            if steps[nb] != FAR:
+                continue
+            occ = p.board[nb]
+            if occ == BLOCKED or (occ >= 0 and p.powner[occ] != side):
+                continue
+            steps[nb] = steps[sq] + 1
+            queue[tail] = nb
+            tail += 1
+
+
+cdef inline bint _in_our_half(Pos* p, int side, int sq) noexcept nogil:
+    cdef int row = sq // p.stride - 1
+    cdef int half = p.height // 2
+    return row < half if side == 0 else row >= p.height - half
+
+
+cdef void _answer_scores(Pos* p, int side, double force, const int* moves, int n, double* out) noexcept nogil:
+    """out[i] += each root move's answer term (docs/engine.md, *The answer*). Their known marshal, general,
+    colonel and major in our half, the highest first (the lowest id among equals), each get one responder:
+    the own piece not yet one that beats it attacking (the spy their marshal) or, when we are not behind in
+    pieces on the board, has its rank (a trade), the nearest by path; among equals a win before a trade,
+    then the lowest rank, then the lowest id. The responder's move scores ``force`` when it shortens its path
+    to the raider, ``-force`` when it lengthens it; a move of an own piece the raider beats, at most
+    FLIGHT_STEPS path steps from it, scores ``force`` when it lengthens its path to the raider and shortens
+    its path to the responder. Strikes score nothing, as in the rest of the strategic search."""
+    cdef int to_raider[MAX_SQ]
+    cdef int to_responder[MAX_SQ]
+    cdef int queue[MAX_SQ]
+    cdef char taken[MAX_PIECES]
+    cdef int opp = side ^ 1
+    cdef int ours = 0, theirs = 0
+    cdef int pid, rank, raider, rsq, best, best_far, best_trade, far, trade, i, m, frm, to, a, before, after
+    cdef bint level
+    for pid in range(p.end_id[1]):
+        taken[pid] = 0
+        if p.psq[pid] >= 0:
+            if p.powner[pid] == side:
+                ours += 1
+            else:
+                theirs += 1
+    level = ours >= theirs
+    for rank in range(R_MARSHAL, R_MAJOR - 1, -1):
+        for raider in range(p.first_id[opp], p.end_id[opp]):
+            rsq = p.psq[raider]
+            if rsq < 0 or p.prank[raider] != rank or not _in_our_half(p, side, rsq):
+                continue
+            _path_steps(p, side, rsq, to_raider, queue)
+            best = -1
+            best_far = FAR
+            best_trade = 0
+            for pid in range(p.first_id[side], p.end_id[side]):
+                if p.psq[pid] < 0 or taken[pid] or p.prank[pid] == R_BOMB or p.prank[pid] == R_FLAG:
+                    continue
+                if COMBAT[p.prank[pid]][rank] == ATTACKER_WINS:
+                    trade = 0
+                elif p.prank[pid] == rank and level:
+                    trade = 1
+                else:
+                    continue
+                far = to_raider[p.psq[pid]]
+                if far == FAR:
+                    continue
+                if (best < 0 or far < best_far or (far == best_far and (
+                        trade < best_trade or (trade == best_trade and p.prank[pid] < p.prank[best])))):
+                    best = pid
+                    best_far = far
+                    best_trade = trade
+            if best < 0:
+                continue
+            taken[best] = 1
+            _path_steps(p, side, p.psq[best], to_responder, queue)
+            for i in range(n):
+                m = moves[i]
+                frm = m & 0xFF
+                to = m >> 8
+                a = p.board[frm]
+                if p.board[to] >= 0:
+                    continue
+                before = to_raider[frm]
+                after = to_raider[to]
+                if a == best:
+                    if after < before:
+                        out[i] += force
+                    elif after > before:
+                        out[i] -= force
+                elif (COMBAT[rank][p.prank[a]] == ATTACKER_WINS and before <= FLIGHT_STEPS and after > before
+                      and to_responder[to] < to_responder[frm]):
+                    out[i] += force
 
 
 cdef void strategic_scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
@@ -637,6 +753,8 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
         _chase_scores(p, side, piece_values, two_squares, cfg.chase_weight, moves, n, out, chases, tracked)
         free(no_pull)
         free(chases)
+    if cfg.answer_force != 0.0:
+        _answer_scores(p, side, cfg.answer_force, moves, n, out)
     p.side = saved_side
 
 
