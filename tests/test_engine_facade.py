@@ -252,8 +252,8 @@ def test_builtin_profiles() -> None:
     # Perspecto has, and a search thread for every core.
     assert perspecto == EngineSettings(flag_area=3, own_flag_value=1000.0, miner_pull=0.15, raider_radius=3,
                                        home_guard=64.0, miner_guard=64.0, hunt_movers=5, endgame_miner_pull=1.0,
-                                       chase_weight=0.25, beliefs=True, answer_force=8.0, top_piece_rank=9,
-                                       spy_guard=True, threads=0)
+                                       flag_defence_force=128.0, chase_weight=0.25, beliefs=True, answer_force=8.0,
+                                       top_piece_rank=9, spy_guard=True, threads=0)
     assert (perspecto.max_depth, perspecto.local_radius, perspecto.average_margin) == (9, 2, 3.0)
     assert perspecto.strategic and perspecto.psychology and perspecto.variable_depth
     pemm = BUILTIN_ENGINE_SETTINGS["pemm"]
@@ -265,8 +265,9 @@ def test_builtin_profiles() -> None:
         assert (baseline.max_depth, baseline.variable_depth, baseline.advance_bonus) == (5, False, 1.0)
         assert (baseline.flag_area, baseline.own_flag_value) == (-1, None)
         assert (baseline.threads, baseline.miner_pull) == (1, 1.0)
-        raid_defence = (baseline.raider_radius, baseline.home_guard, baseline.miner_guard, baseline.hunt_movers)
-        assert raid_defence == (-1, 0, 0, 0)
+        raid_defence = (baseline.raider_radius, baseline.home_guard, baseline.miner_guard, baseline.hunt_movers,
+                        baseline.flag_defence_force)
+        assert raid_defence == (-1, 0, 0, 0, 0)
     assert Engine("minimax").name == "minimax"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import astuple
 
 import pytest
 from hypothesis import given, settings
@@ -17,7 +18,7 @@ from engine_ext.engine.facade import initial_counts
 from engine_ext.engine.scales import get_scale
 from engine_ext.engine.search import SearchRunner
 from engine_ext.engine.settings import StrategicParams, builtin_settings, search_params
-from engine_ext.engine.strategic import flag_suspicions_py, strategic_scores_py
+from engine_ext.engine.strategic import flag_defence_py, flag_suspicions_py, strategic_scores_py
 from engine_ext.rules.core import Position
 from engine_ext.rules.game import Game, RulesOptions
 from engine_ext.rules.notation import Move
@@ -506,6 +507,116 @@ def test_bad_input_is_refused() -> None:
         strategic_scores_py(pos, 2, pf, pb, [])
 
 
+# --- the flag defence by distance (not in the thesis; docs/strategic.md, departure 13) --------------------
+
+BLOCKERS = StrategicParams(flag_defence_force=128.0)
+
+
+def raid_board(pieces: list[Piece], raider: tuple[tuple[int, int], tuple[int, int]] | None = None) -> Position:
+    """A position with red to move; ``raider`` (from, to): a blue piece that has just stepped, so it has moved."""
+    if raider is None:
+        return board(pieces)
+    pos = board(pieces, side=BLUE)
+    pos.make(pos.square(*raider[0]) | (pos.square(*raider[1]) << 8))
+    return pos
+
+
+def threats(pos: Position) -> list[tuple[tuple[int, int], int, tuple[int, int], int, int, bool]]:
+    """The compiled rows (the reference's too), squares as coordinates."""
+    rows = flag_defence_py(pos, RED)
+    assert rows == [astuple(row) for row in ref.flag_defence(pos, RED)[0]]
+    return [(pos.coords(pos.piece(a)[0]), cost, pos.coords(block), nearest, steps, sent)
+            for a, cost, block, nearest, steps, sent in rows]
+
+
+def test_a_captain_is_sent_to_the_way_of_an_unseen_mover_near_our_flag() -> None:
+    # Our flag on E1 (4, 0); their unseen piece has stepped to (4, 4), four steps from it; our captain on
+    # (8, 4) is eight steps from the flag, seven from (4, 1), the last square of the raider's way.
+    pos = raid_board([(4, 0, RED, Rank.FLAG), (8, 4, RED, Rank.CAPTAIN), (0, 1, RED, Rank.SERGEANT),
+                      (4, 5, BLUE, UNKNOWN), (9, 9, BLUE, Rank.FLAG)], raider=((4, 5), (4, 4)))
+    captain = pos.piece_id(pos.square(8, 4))
+    assert threats(pos) == [((4, 4), 4, (4, 1), captain, 7, True)]
+    pf, pb = probs(pos)
+    moves = pos.moves()
+    own = dict(zip(moves, strategic_scores_py(pos, RED, pf, pb, moves, lookahead=False, params=BLOCKERS),
+                   strict=True))
+    assert own == pytest.approx(dict(zip(moves, ref.strategic_scores(pos, RED, pf, pb, moves, lookahead=False,
+                                                                     params=BLOCKERS), strict=True)))
+    left, down, up, right = (move(pos, (8, 4), d) for d in (LEFT, DOWN, UP, RIGHT))
+    # Both steps that shorten the captain's way score above every other move; a step away scores below 0.
+    others = [score for m, score in own.items() if m not in (left, down)]
+    assert min(own[left], own[down]) > max(others)
+    assert own[up] < 0 and own[right] < 0
+    # With the lookahead too, and without the setting the step down (along no Appendix 1 pull) is worth nothing.
+    full = dict(zip(moves, strategic_scores_py(pos, RED, pf, pb, moves, params=BLOCKERS), strict=True))
+    assert min(full[left], full[down]) > max(score for m, score in full.items() if m not in (left, down))
+    plain = strategic_scores_py(pos, RED, pf, pb, [down], lookahead=False, params=StrategicParams())[0]
+    assert plain == pytest.approx(0.0)
+    assert own[down] == pytest.approx(128.0 / 7)  # force / (L * t), L = 7 steps, t = 1
+
+
+def test_a_defender_nearer_than_the_raider_is_not_sent() -> None:
+    # The raider is eight steps from our flag, our captain two: no race yet, so no blocker and no pull.
+    # (The raider's way goes through the captain, a step and a fight: 9.)
+    pos = raid_board([(4, 0, RED, Rank.FLAG), (4, 2, RED, Rank.CAPTAIN), (4, 9, BLUE, UNKNOWN),
+                      (9, 9, BLUE, Rank.FLAG)], raider=((4, 9), (4, 8)))
+    captain = pos.piece_id(pos.square(4, 2))
+    assert threats(pos) == [((4, 8), 9, (4, 1), captain, 1, False)]
+    pf, pb = probs(pos)
+    moves = pos.moves()
+    assert (strategic_scores_py(pos, RED, pf, pb, moves, params=BLOCKERS)
+            == strategic_scores_py(pos, RED, pf, pb, moves, params=StrategicParams()))
+
+
+def test_a_miner_s_way_to_the_flag_goes_through_our_bombs() -> None:
+    # Our flag in the corner, walled in by three bombs: their known miner on (3, 0) takes the bomb on
+    # (1, 0) and then the flag: 1 + 2 (the step and the defusing) + 1. Its blocking square is (2, 0).
+    walled: list[Piece] = [(0, 0, RED, Rank.FLAG), (1, 0, RED, Rank.BOMB), (0, 1, RED, Rank.BOMB),
+                           (1, 1, RED, Rank.BOMB), (5, 5, RED, Rank.SERGEANT), (3, 0, BLUE, Rank.MINER),
+                           (9, 9, BLUE, Rank.FLAG)]
+    pos = raid_board(walled)
+    sergeant = pos.piece_id(pos.square(5, 5))
+    # The race: 1 step to (2, 0) against the sergeant's 8: it is sent.
+    assert threats(pos) == [((3, 0), 4, (2, 0), sergeant, 8, True)]
+    # A captain and up only against an unseen mover: no piece of ours stops it, and a piece that has not
+    # moved is no threat at all.
+    unseen = [p if p[3] != Rank.MINER else (4, 0, BLUE, UNKNOWN) for p in walled]
+    moved = raid_board(unseen, raider=((4, 0), (3, 0)))
+    assert threats(moved) == [((3, 0), 4, (2, 0), -1, -1, False)]
+    assert threats(raid_board([p if p[3] != Rank.MINER else (3, 0, BLUE, UNKNOWN) for p in walled])) == []
+    # Our own movable piece on the way costs a step and a fight, like a bomb.
+    blocked = raid_board([*walled, (2, 0, RED, Rank.SCOUT)])
+    assert threats(blocked)[0][1:3] == (5, (2, 0))
+    # Lakes round the corner instead of bombs: no way in, no threat.
+    lakes = ((1, 0), (0, 1), (1, 1))
+    closed = board([p for p in walled if p[3] != Rank.BOMB], lakes=lakes)
+    assert flag_defence_py(closed, RED) == [] == ref.flag_defence(closed, RED)[0]
+
+
+def test_a_blocker_s_strike_on_its_raider_scores_the_strongest_step() -> None:
+    # Our sergeant next to the miner that walks to our walled-in flag is sent; its strike on the miner is
+    # the block itself: 128 / (4 * t), where every other strike scores 0 (9.2).
+    pos = raid_board([(0, 0, RED, Rank.FLAG), (1, 0, RED, Rank.BOMB), (0, 1, RED, Rank.BOMB), (1, 1, RED, Rank.BOMB),
+                      (3, 1, RED, Rank.SERGEANT), (4, 4, RED, Rank.MAJOR), (3, 0, BLUE, Rank.MINER),
+                      (4, 5, BLUE, UNKNOWN), (9, 9, BLUE, Rank.FLAG)])
+    strike, other = move(pos, (3, 1), DOWN), move(pos, (4, 4), UP)
+    pf, pb = probs(pos)
+    for lookahead in (True, False):
+        got = strategic_scores_py(pos, RED, pf, pb, [strike, other], lookahead=lookahead, params=BLOCKERS)
+        assert got == ref.strategic_scores(pos, RED, pf, pb, [strike, other], lookahead=lookahead, params=BLOCKERS)
+        assert got == [pytest.approx(128.0 / 4), 0.0]
+
+
+def test_each_piece_blocks_one_raider_the_most_urgent_first() -> None:
+    # Two known miners race to our flag on (4, 0); the nearer one, on (4, 3), gets our nearest sergeant,
+    # the other the next nearest piece that beats a miner.
+    pos = raid_board([(4, 0, RED, Rank.FLAG), (6, 3, RED, Rank.SERGEANT), (0, 6, RED, Rank.MAJOR),
+                      (4, 3, BLUE, Rank.MINER), (1, 4, BLUE, Rank.MINER), (9, 9, BLUE, Rank.FLAG)])
+    sergeant, major = pos.piece_id(pos.square(6, 3)), pos.piece_id(pos.square(0, 6))
+    rows = threats(pos)
+    assert [(row[0], row[3], row[5]) for row in rows] == [((4, 3), sergeant, True), ((1, 4), major, True)]
+
+
 # --- compiled against the reference -----------------------------------------------------------------
 
 def _view(seed: int, plies: int, hide: float, classic: bool, range_attacks: bool) -> Position:
@@ -543,13 +654,14 @@ def test_compiled_equals_reference(seed: int, plies: int, hide: float, classic: 
     fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp)
     slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp)
     assert fast == pytest.approx(slow, abs=1e-9)
-    # With the endgame hunt, the miner's pulls scaled and the guard, and the home guard.
+    # With the endgame hunt, the miner's pulls scaled and the guard, the home guard, and the flag's blockers.
     for params in (StrategicParams(hunt_force=32.0), StrategicParams(miner_pull=0.4, miner_guard=64.0),
-                   StrategicParams(home_guard=16.0)):
+                   StrategicParams(home_guard=16.0), StrategicParams(home_guard=64.0, flag_defence_force=128.0)):
         fast = strategic_scores_py(pos, pos.side, pf, pb, moves, susp, params=params)
         slow = ref.strategic_scores(pos, pos.side, pf, pb, moves, susp, params=params)
         assert fast == pytest.approx(slow, abs=1e-9)
     assert flag_suspicions_py(pos, pos.side) == ref.flag_suspicions(pos, pos.side)
+    assert flag_defence_py(pos, pos.side) == [astuple(row) for row in ref.flag_defence(pos, pos.side)[0]]
 
 
 # --- the two-squares chase model (not in the thesis; docs/two-squares.md, *The engine's use*) -----------

@@ -8,6 +8,7 @@ Nothing in the bot uses this module.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -85,6 +86,9 @@ HOME_GUARDS = 2
 _HOME_RANKS = frozenset({Rank.SERGEANT, Rank.LIEUTENANT, Rank.CAPTAIN, Rank.MAJOR})
 _RESERVE_RANKS = frozenset({Rank.COLONEL, Rank.GENERAL, Rank.MARSHAL})  # guards when no lower one is left
 _STEPS = ((0, 1), (0, -1), (-1, 0), (1, 0))
+# The flag defence by distance (not in the thesis): at most this many blockers; FAR: no way there.
+FLAG_DEFENDERS = 4
+FAR = 30000
 # The miner's pulls towards likely bombs and flags, which ``miner_pull`` scales (not in the thesis).
 _MINER_PULLS = frozenset({3, 5})
 # Known opponent ranks the endgame hunt chases (not in the thesis): every movable rank.
@@ -300,6 +304,160 @@ class _Home:
         return next((station for guard, station in self.guards if guard == pid), None)
 
 
+@dataclass(frozen=True)
+class FlagThreat:
+    """One opponent piece that threatens our flag, as the flag defence by distance sees it at the root."""
+
+    attacker: int  # its piece id
+    cost: int  # its path cost to our flag
+    block: int  # the blocking square (the core's square number): the last of its way before our bomb or flag
+    nearest: int  # our nearest free piece that stops it (-1: none)
+    nearest_steps: int  # that piece's steps to the blocking square (-1: none)
+    sent: bool  # that piece is sent to the blocking square
+
+
+def _attack_step(pos: Position, sq: int, side: int) -> int:
+    """An opponent piece's step onto ``sq`` on its way to ``side``'s flag: 1 onto an empty square, its own
+    side's piece or the flag, 2 onto our bomb (every threat may be a miner: the step and the defusing) or our
+    movable piece (the step and the fight), FAR onto a lake or off the board."""
+    pid = pos.piece_id(sq)
+    if pid == -2:
+        return FAR
+    if pid < 0:
+        return 1
+    _sq, owner, rank, _moved = pos.piece(pid)
+    return 2 if owner == side and rank != Rank.FLAG else 1
+
+
+def _neighbours(pos: Position, sq: int) -> list[int]:
+    stride = pos.width + 2
+    return [sq + stride, sq - stride, sq - 1, sq + 1]
+
+
+def attack_costs(pos: Position, side: int, flag_sq: int) -> tuple[dict[int, int], dict[int, int]]:
+    """Each reachable square's path cost to ``side``'s flag for an opponent piece and the next square of
+    a cheapest way: Dijkstra from the flag backwards, squares settled by (cost, square), a way replaced
+    only by a cheaper one."""
+    cost = {flag_sq: 0}
+    nxt: dict[int, int] = {}
+    done: set[int] = set()
+    heap = [(0, flag_sq)]
+    while heap:
+        here, u = heapq.heappop(heap)
+        if u in done:
+            continue
+        done.add(u)
+        step = _attack_step(pos, u, side)
+        for v in _neighbours(pos, u):
+            if pos.piece_id(v) == -2 or v in done:
+                continue
+            if here + step < cost.get(v, FAR):
+                cost[v] = here + step
+                nxt[v] = u
+                heapq.heappush(heap, (cost[v], v))
+    return cost, nxt
+
+
+def steps_to(pos: Position, side: int, target: int) -> dict[int, int]:
+    """Each square's steps to ``target`` for a piece of ``side``: lakes, our bombs and our flag are in the
+    way; every other piece makes way or is taken."""
+    steps = {target: 0}
+    frontier = [target]
+    while frontier:
+        following = []
+        for u in frontier:
+            for v in _neighbours(pos, u):
+                pid = pos.piece_id(v)
+                if pid == -2 or v in steps:
+                    continue
+                if pid >= 0:
+                    _sq, owner, rank, _moved = pos.piece(pid)
+                    if owner == side and rank in (Rank.BOMB, Rank.FLAG):
+                        continue
+                steps[v] = steps[u] + 1
+                following.append(v)
+        frontier = following
+    return steps
+
+
+def stops(own: Rank, attacker: Rank) -> bool:
+    """A piece of ours that can block ``attacker``: one that beats a miner against a known miner; a
+    captain or higher against an unseen mover (it beats most of what a mover may be)."""
+    if attacker == Rank.MINER:
+        return own.movable and own != Rank.UNKNOWN and combat(own, Rank.MINER) == ATTACKER_WINS
+    return Rank.CAPTAIN <= own <= Rank.MARSHAL
+
+
+def flag_defence(pos: Position, side: int) -> tuple[list[FlagThreat], list[tuple[int, dict[int, int], int]]]:
+    """The flag defence by distance (not in the thesis; docs/strategic.md, departure 13): every known
+    opponent miner and unseen opponent piece that has moved, with a way to our flag, most urgent first
+    (lowest path cost, then lowest id); each gets our nearest piece that stops it and is not sent yet (fewest
+    steps to its blocking square, then lowest id), sent when the threat's cost to that square is at most
+    the piece's steps plus one, FLAG_DEFENDERS at most. Returns the rows and the blockers (id, steps to
+    their blocking square by square, the threat's id)."""
+    own = [(pid, *pos.piece(pid)) for pid in range(pos.piece_count)]
+    flag_sq = next((sq for _pid, sq, owner, rank, _m in own if sq >= 0 and owner == side and rank == Rank.FLAG), -1)
+    if flag_sq < 0:
+        return [], []
+    cost, nxt = attack_costs(pos, side, flag_sq)
+
+    def gate(sq: int) -> bool:
+        pid = pos.piece_id(sq)
+        if sq == flag_sq:
+            return True
+        return pid >= 0 and pos.piece(pid)[1] == side and pos.piece(pid)[2] == Rank.BOMB
+
+    threats = sorted((cost[sq], pid) for pid, sq, owner, rank, moved in own
+                     if sq >= 0 and owner != side and sq in cost
+                     and (rank == Rank.MINER or (rank == Rank.UNKNOWN and moved > 0)))
+    rows: list[FlagThreat] = []
+    blockers: list[tuple[int, dict[int, int]]] = []
+    foes: list[int] = []
+    for total, attacker in threats:
+        block = pos.piece(attacker)[0]
+        while not gate(nxt[block]):
+            block = nxt[block]
+        steps = steps_to(pos, side, block)
+        sent_ids = {pid for pid, _steps in blockers}
+        free = [(steps.get(sq, FAR), pid) for pid, sq, owner, rank, _m in own
+                if sq >= 0 and owner == side and pid not in sent_ids
+                and stops(Rank(rank), Rank(pos.piece(attacker)[2]))]
+        free = [option for option in free if option[0] < FAR]
+        nearest_steps, nearest = min(free) if free else (-1, -1)
+        sent = nearest >= 0 and len(blockers) < FLAG_DEFENDERS and total - cost[block] <= nearest_steps + 1
+        if sent:
+            blockers.append((nearest, steps))
+            foes.append(attacker)
+        rows.append(FlagThreat(attacker, total, block, nearest, nearest_steps, sent))
+    return rows, [(pid, steps, foe) for (pid, steps), foe in zip(blockers, foes, strict=True)]
+
+
+def _blocker_strike(board: _Board, blockers: Sequence[tuple[int, dict[int, int], int]], force: float, pid: int,
+                    target: int) -> float:
+    """A blocker's strike on the threat it is sent against: the block itself, the strongest step's pull,
+    ``force`` / (4 * t); every other strike scores 0."""
+    if not any(blocker == pid and foe == target for blocker, _steps, foe in blockers):
+        return 0.0
+    t = max(1.0, sum(1 for p in board.pieces.values() if p.owner != board.pieces[pid].owner) / 10.0)
+    return force / (MIN_STEPS * t)
+
+
+def _blocker_score(board: _Board, blockers: Sequence[tuple[int, dict[int, int], int]], force: float, pid: int,
+                   frm: int, to: int) -> float:
+    """A blocker's step: ``force`` / (L * t) when it shortens its way to the blocking square (L: its steps
+    there before the move, at least 4), as much below 0 when it lengthens it."""
+    for blocker, steps, _foe in blockers:
+        if blocker != pid:
+            continue
+        before, after = steps.get(frm, FAR), steps.get(to, FAR)
+        if before >= FAR or after == before:
+            return 0.0
+        t = max(1.0, sum(1 for p in board.pieces.values() if p.owner != board.pieces[pid].owner) / 10.0)
+        c = force / (max(MIN_STEPS, before) * t)
+        return c if after < before else -c
+    return 0.0
+
+
 def _pull(board: _Board, piece: _Piece, p_flag: Sequence[float], p_bomb: Sequence[float],
           hunt: float = 0.0, miner_pull: float = 1.0, guard: float = 0.0,
           home: _Home | None = None, no_pull: frozenset[tuple[int, int]] = frozenset()) -> tuple[float, float]:
@@ -479,13 +637,16 @@ def strategic_scores(
     ``hunt_force`` (the endgame hunt's force, 0: off), ``miner_pull`` (the factor on rules 3 and 5),
     ``miner_guard`` (the pull towards a known miner within ``GUARD_RADIUS`` steps of our flag) and
     ``home_guard`` (the force that keeps up to ``HOME_GUARDS`` sergeants to majors on stations next to
-    the bombs by our flag; chosen at the root). ``chase_weight`` (0: off) with ``piece_values`` (a known piece's
+    the bombs by our flag; chosen at the root); ``flag_defence_force`` (the pull of the blockers that
+    ``flag_defence`` sends, chosen at the root). ``chase_weight`` (0: off) with ``piece_values`` (a known piece's
     value by side and rank) and the game's ``two_squares`` limit: the chase model (``chase_balance``)."""
     params = params if params is not None else StrategicParams()
     hunt, miner_pull, guard, home = params.hunt_force, params.miner_pull, params.miner_guard, params.home_guard
     susp = list(flag_suspicion) if flag_suspicion is not None else flag_suspicions(pos, side)
     board = _Board.of(pos)
     home_guard = _Home.of(board, side, home)
+    blockers = flag_defence(pos, side)[1] if params.flag_defence_force != 0.0 else []
+    force = params.flag_defence_force
     chasing = params.chase_weight > 0.0 and piece_values is not None and two_squares > 0
     no_pull: frozenset[tuple[int, int]] = frozenset()
     if chasing:
@@ -502,10 +663,18 @@ def strategic_scores(
         frm, to = pos.coords(move & 0xFF), pos.coords(move >> 8)
         score = _score(board, frm, to, p_flag, p_bomb, susp, hunt, miner_pull, guard, home_guard, no_pull)
         if score is None:
-            out.append(0.0)
+            # A strike, sorted out (9.2), but for a blocker's strike on the threat it is sent against.
+            mover, struck = board.at(*frm), board.at(*to)
+            assert mover is not None and struck is not None
+            out.append(_blocker_strike(board, blockers, force, mover.pid, struck.pid) if blockers else 0.0)
             continue
+        # The flag's blockers count at the root only: as next moves they would lift every quiet move alike.
+        mover = board.at(*frm)
+        assert mover is not None
+        blocker = (_blocker_score(board, blockers, force, mover.pid, move & 0xFF, move >> 8)
+                   if blockers and board.at(*to) is None else 0.0)
         if not lookahead:
-            out.append(score)
+            out.append(score + blocker)
             continue
         after = board.played(frm, to)
         best = score
@@ -514,7 +683,7 @@ def strategic_scores(
                                 no_pull)
             if next_score is not None and next_score > best:
                 best = next_score
-        out.append(score + best)
+        out.append(score + best + blocker)
     if chasing:
         assert piece_values is not None
         for i, move in enumerate(moves):
@@ -559,5 +728,6 @@ def chase_balance(pos: Position, side: int, piece_values: Sequence[Sequence[floa
     return balance
 
 
-__all__ = ["MOVED_FACTOR", "RULES", "Rule", "answer_terms", "answers", "chase_balance", "flag_suspicions", "hunt_pull",
-           "path_steps", "strategic_scores", "target_force"]
+__all__ = ["MOVED_FACTOR", "RULES", "FlagThreat", "Rule", "answer_terms", "answers", "attack_costs", "chase_balance",
+           "flag_defence", "flag_suspicions", "hunt_pull", "path_steps", "steps_to", "stops", "strategic_scores",
+           "target_force"]

@@ -193,6 +193,12 @@ class FlagDefence(BaseModel):
         -1, ge=-1, le=10, description="not in the thesis: an opponent piece we have not seen that has moved and "
         "stands within this many steps of a bomb beside our flag (of the flag, when no bomb is beside it) is "
         "searched as a miner, as many as their unseen miners (the raider); -1: off")
+    flag_defence_force: float = Field(
+        0.0, ge=0.0, description="not in the thesis: the flag defence by distance: an opponent piece that may "
+        "raid our flag (a known miner, an unseen piece that has moved) and would reach the last square before "
+        "our bomb or flag on its cheapest way no later than one step after our nearest piece that stops it "
+        "gets that piece sent there; the piece's steps that shorten its way there score this force / (L * t), "
+        "those that lengthen it as much below 0 (docs/strategic.md, departure 13); 0: off")
 
 
 class TopPieces(BaseModel):
@@ -313,6 +319,7 @@ class StrategicParams:
     home_guard: float = 0.0
     chase_weight: float = 0.0
     answer_force: float = 0.0
+    flag_defence_force: float = 0.0
 
 
 # The SearchParams fields that are no setting: the algorithm (from ``engine``), the game's two-squares
@@ -405,6 +412,7 @@ def strategic_params(settings: EngineSettings, opponent_movers: int) -> Strategi
         home_guard=settings.home_guard,
         chase_weight=settings.chase_weight,
         answer_force=settings.answer_force,
+        flag_defence_force=settings.flag_defence_force,
     )
 
 # The thesis's first tests (section 8) used a fixed depth of five plies, local search, and the early
@@ -436,6 +444,10 @@ _MINER_PULL: dict[str, Any] = dict(miner_pull=0.15)
 # hunt the known movers. Against `pemm` 46/6/48 became 66/9/25 over 100 games (docs/engine.md, Raids).
 _RAID_DEFENCE: dict[str, Any] = dict(raider_radius=3, home_guard=64.0, miner_guard=64.0, hunt_movers=5,
                                      endgame_miner_pull=1.0)
+# Not in the thesis (issue 45): the flag defence by distance. An opponent piece that may raid our flag and
+# would reach the square before our bomb or flag no later than one step after our nearest piece that stops it
+# gets that piece sent there, at twice the home guards' force (not measured yet: docs/strategic.md, departure 13).
+_FLAG_BLOCKERS: dict[str, Any] = dict(flag_defence_force=128.0)
 # Not in the thesis: the two-squares chase model (issue 24, docs/two-squares.md) in the strategic search at a
 # quarter of a piece's discounted value. Against the same profile without it, 30 000 nodes a move:
 # 112 / 18 / 68 over 198 games, +78.5 Elo [+34.0, +125.7], SPRT(0, 25) accepted; pointless chases of a known
@@ -467,8 +479,8 @@ BUILTIN_ENGINE_SETTINGS: dict[str, EngineSettings] = {
     "expectiminimax": EngineSettings(engine="expectiminimax", failed_attack_passive=False,
                                      **_SECTION_8),
     "pemm": EngineSettings(engine="pemm", **{**_SECTION_8, **_PEMM_RULES}),
-    "perspecto": EngineSettings(**_FLAG_DEFENCE, **_MINER_PULL, **_RAID_DEFENCE, **_CHASE_MODEL, **_BELIEFS,
-                                **_ANSWER, **_TOP_PIECES, **_EVERY_CORE),
+    "perspecto": EngineSettings(**_FLAG_DEFENCE, **_MINER_PULL, **_RAID_DEFENCE, **_FLAG_BLOCKERS, **_CHASE_MODEL,
+                                **_BELIEFS, **_ANSWER, **_TOP_PIECES, **_EVERY_CORE),
 }
 
 

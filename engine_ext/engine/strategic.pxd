@@ -15,8 +15,10 @@ from engine_ext.rules.core cimport Pos
 # StrategicParams; none is in the thesis): the endgame hunt's force (0: not hunting), the factor on
 # rules 3 and 5 (the miner's pulls towards unknowns), the pull towards a known opponent miner near our
 # flag, the force that keeps up to two sergeants to majors on stations next to our flag's bombs, and
-# the weight of the two-squares chase model (engine_ext/chase, docs/two-squares.md; 0: off), and the force
-# of the answer to their known high pieces in our half (docs/engine.md, *The answer*; 0: off).
+# the weight of the two-squares chase model (engine_ext/chase, docs/two-squares.md; 0: off), the force
+# of the answer to their known high pieces in our half (docs/engine.md, *The answer*; 0: off), and the
+# pull of the flag's blockers, our pieces sent to the way of an opponent piece that races ours to our
+# flag (docs/strategic.md, departure 13; 0: off).
 ctypedef struct StrategicConfig:
     double hunt_force
     double miner_pull
@@ -24,6 +26,7 @@ ctypedef struct StrategicConfig:
     double home_guard
     double chase_weight
     double answer_force     # the answer to their known high pieces in our half (issue 45; 0: off)
+    double flag_defence_force
 
 # Fill ``cfg`` from a StrategicParams (None: the thesis's values).
 cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1

@@ -18,6 +18,11 @@ moves it takes, ours counted up, theirs down (docs/two-squares.md, *The engine's
 Not in the thesis, with ``answer_force`` > 0: the answer (issue 45, docs/engine.md, *The answer*). Each known
 opponent marshal, general, colonel or major in our half gets one responder by path steps; the responder's root
 moves are pulled towards it and our pieces it threatens step back towards the responder.
+
+Not in the thesis, with ``flag_defence_force`` > 0: the flag defence by distance (issue 45). Each opponent
+piece that may raid our flag races our nearest piece that stops it to the last square of its way; when the
+raider would get there no more than one step after our piece, that piece is sent there, and its root moves
+score by how they change its way (docs/strategic.md, departure 13).
 """
 
 from libc.math cimport pow, sqrt
@@ -44,11 +49,30 @@ cdef enum:
     HOME_GUARDS = 2         # the home guards: at most this many stations by our flag's bombs
     CHASE_DISTANCE = 3      # the chase model's pairs: at most this many steps apart (the look-ahead's scan)
     FLIGHT_STEPS = 2        # the answer: our pieces a raider beats this near it step back towards the answer
-    FAR = 1 << 20           # the answer's path steps to a square out of reach
+    FLAG_DEFENDERS = 4      # the flag's blockers: at most this many pieces sent at once
+    FAR = 30000             # path steps or cost to a square out of reach (no way there)
 
 # The chase model's discount: a capture the two-squares rule enforces in k attacker moves is worth the
 # piece's value times this to the power k - 1 (a tenth less for every move the chase takes).
 cdef double CHASE_DISCOUNT = 0.9
+
+
+ctypedef struct Defence:
+    # The flag defence by distance (not in the thesis, docs/strategic.md departure 13), worked out once at
+    # the root. Rows: every threatening opponent piece, most urgent first.
+    int rows
+    int attacker[MAX_PIECES]    # its piece id
+    int cost[MAX_PIECES]        # its path cost to our flag (a bomb or our piece on the way costs 2)
+    int block[MAX_PIECES]       # the blocking square: the last square of its way before our bomb or flag
+    int race[MAX_PIECES]        # its path cost to the blocking square
+    int nearest[MAX_PIECES]     # our nearest free piece that stops it (-1: none)
+    int nearest_steps[MAX_PIECES]   # that piece's steps to the blocking square
+    int sent[MAX_PIECES]        # 1: that piece is sent (a blocker)
+    # The blockers: piece ids and each one's steps to its blocking square, by square (FAR: no way).
+    int n
+    int pid[FLAG_DEFENDERS]
+    int foe[FLAG_DEFENDERS]     # the threat each is sent against
+    short steps[FLAG_DEFENDERS][MAX_SQ]
 
 
 ctypedef struct State:
@@ -72,6 +96,7 @@ ctypedef struct State:
     double fx[MAX_PIECES]   # summed pull on each own piece, before the moved-piece factor
     double fy[MAX_PIECES]
     const unsigned char* no_pull    # [own pid * MAX_PIECES + target pid]: a chase it escapes; NULL: none
+    const Defence* defence  # the flag's blockers, chosen at the root; NULL: none
 
 
 # --- the rules -----------------------------------------------------------------------------------
@@ -330,6 +355,163 @@ cdef void _choose_home_guards(Pos* p, State* st, int side, int flag_sq) noexcept
         st.homes += 1
 
 
+# --- the flag defence by distance (not in the thesis) -------------------------------------------------
+
+cdef inline int _attack_step(Pos* p, int sq, int side) noexcept nogil:
+    """What an opponent piece's step onto ``sq`` on its way to ``side``'s flag costs: 1 onto an empty
+    square, one of its own side's (they make way) or the flag; 2 onto our bomb (a miner's step and the
+    defusing: every threat is counted as a possible miner) or onto our movable piece (the step and the
+    fight); FAR onto a lake or off the board."""
+    cdef int occ = p.board[sq]
+    if occ == BLOCKED:
+        return FAR
+    if occ < 0 or p.powner[occ] != side or p.prank[occ] == R_FLAG:
+        return 1
+    return 2
+
+
+cdef void _attack_costs(Pos* p, int side, int flag_sq, int* cost, int* nxt) noexcept nogil:
+    """Every square's path cost to ``side``'s flag for an opponent piece (``_attack_step``), and the next
+    square of a cheapest way (-1: none). Dijkstra from the flag backwards; squares are settled by cost, then
+    by the lowest square, and a way is only replaced by a cheaper one, so the ways are the reference's."""
+    cdef char done[MAX_SQ]
+    cdef int squares = p.stride * (p.height + 2)
+    cdef int sq, u, v, d, best, c
+    for sq in range(squares):
+        cost[sq] = FAR
+        nxt[sq] = -1
+        done[sq] = 0
+    cost[flag_sq] = 0
+    while True:
+        u = -1
+        best = FAR
+        for sq in range(squares):
+            if not done[sq] and cost[sq] < best:
+                best = cost[sq]
+                u = sq
+        if u < 0:
+            return
+        done[u] = 1
+        c = _attack_step(p, u, side)    # a piece next to u steps onto it
+        for d in range(4):
+            v = u + p.dirs[d]
+            if p.board[v] == BLOCKED or done[v]:
+                continue
+            if best + c < cost[v]:
+                cost[v] = best + c
+                nxt[v] = u
+
+
+cdef void _steps_to(Pos* p, int side, int target, short* steps) noexcept nogil:
+    """Every square's steps to ``target`` for a piece of ``side``: lakes, our bombs and our flag are in
+    the way (they never move); our other pieces make way and the opponent's are taken or leave."""
+    cdef int queue[MAX_SQ]
+    cdef int squares = p.stride * (p.height + 2)
+    cdef int head = 0, tail = 0, sq, u, v, d, occ
+    for sq in range(squares):
+        steps[sq] = FAR
+    steps[target] = 0
+    queue[tail] = target
+    tail += 1
+    while head < tail:
+        u = queue[head]
+        head += 1
+        for d in range(4):
+            v = u + p.dirs[d]
+            occ = p.board[v]
+            if occ == BLOCKED or steps[v] != FAR:
+                continue
+            if occ >= 0 and p.powner[occ] == side and (p.prank[occ] == R_BOMB or p.prank[occ] == R_FLAG):
+                continue
+            steps[v] = steps[u] + 1
+            queue[tail] = v
+            tail += 1
+
+
+cdef inline bint _stops(int own, int attacker) noexcept nogil:
+    """An own piece that can block ``attacker``: one that beats a miner (sergeant and up) against a known
+    miner; a captain or higher against an unseen mover, which beats most of what a mover may be (spy,
+    scouts, miners, sergeants, lieutenants: 22 of a classic side's 33 movers)."""
+    if attacker == R_MINER:
+        return own >= R_SPY and own <= R_MARSHAL and COMBAT[own][R_MINER] == ATTACKER_WINS
+    return own >= R_CAPTAIN and own <= R_MARSHAL
+
+
+cdef void _choose_defence(Pos* p, int side, Defence* df) noexcept nogil:
+    """The flag's blockers: each opponent piece that threatens our flag (a known miner, or an unseen
+    piece that has moved) has a path cost to it (``_attack_costs``) and a blocking square, the last square
+    of its cheapest way before our bomb or flag (its own square when it stands there). Most urgent first
+    (lowest cost, then lowest id), our nearest piece that stops it and is not sent yet (fewest steps to
+    the blocking square, then lowest id) is sent when the threat reaches that square no later than one
+    step after it: a race to the square, which is the race to the flag with the rest of the way the same
+    for both. At most FLAG_DEFENDERS are sent."""
+    cdef int cost[MAX_SQ]
+    cdef int nxt[MAX_SQ]
+    cdef short steps[MAX_SQ]
+    cdef int opp = side ^ 1
+    cdef int flag_sq = -1
+    cdef int pid, i, j, k, a, sq, v, best, nearest, tmp
+    cdef bint taken
+    df.rows = 0
+    df.n = 0
+    for pid in range(p.first_id[side], p.end_id[side]):
+        if p.psq[pid] >= 0 and p.prank[pid] == R_FLAG:
+            flag_sq = p.psq[pid]
+    if flag_sq < 0:
+        return
+    _attack_costs(p, side, flag_sq, cost, nxt)
+    for pid in range(p.first_id[opp], p.end_id[opp]):
+        sq = p.psq[pid]
+        if sq < 0 or cost[sq] >= FAR:
+            continue
+        if p.prank[pid] == R_MINER or (p.prank[pid] == R_UNKNOWN and p.pmoves[pid] > 0):
+            df.attacker[df.rows] = pid
+            df.rows += 1
+    # Most urgent first: insertion sort by (cost, id); ids come in ascending order.
+    for i in range(1, df.rows):
+        tmp = df.attacker[i]
+        j = i - 1
+        while j >= 0 and cost[p.psq[df.attacker[j]]] > cost[p.psq[tmp]]:
+            df.attacker[j + 1] = df.attacker[j]
+            j -= 1
+        df.attacker[j + 1] = tmp
+    for i in range(df.rows):
+        a = df.attacker[i]
+        sq = p.psq[a]
+        v = sq
+        while True:
+            k = nxt[v]
+            if k == flag_sq or _own_bomb(p, k, side):
+                break
+            v = k
+        df.cost[i] = cost[sq]
+        df.block[i] = v
+        df.race[i] = cost[sq] - cost[v]
+        df.sent[i] = 0
+        _steps_to(p, side, v, steps)
+        best = -1
+        nearest = FAR
+        for pid in range(p.first_id[side], p.end_id[side]):
+            if p.psq[pid] < 0 or not _stops(p.prank[pid], p.prank[a]):
+                continue
+            taken = False
+            for k in range(df.n):
+                if df.pid[k] == pid:
+                    taken = True
+            if not taken and steps[p.psq[pid]] < nearest:
+                nearest = steps[p.psq[pid]]
+                best = pid
+        df.nearest[i] = best
+        df.nearest_steps[i] = nearest if best >= 0 else -1
+        if best >= 0 and df.n < FLAG_DEFENDERS and df.race[i] <= nearest + 1:
+            df.sent[i] = 1
+            df.pid[df.n] = best
+            df.foe[df.n] = a
+            for k in range(p.stride * (p.height + 2)):
+                df.steps[df.n][k] = steps[k]
+            df.n += 1
+
+
 cdef void _prepare(Pos* p, State* st, int side) noexcept nogil:
     """What the scores need about one position: t, coordinates, open targets (pulls come later,
     piece by piece, as moves ask for them). The probability pointers must be set."""
@@ -419,6 +601,37 @@ cdef double _move_score(Pos* p, State* st, int move) noexcept nogil:
     return s
 
 
+cdef inline double _blocker_strike(State* st, int a, int target) noexcept nogil:
+    """A blocker's strike on the threat it is sent against: the block itself, worth the strongest step's
+    pull, ``flag_defence_force`` / (4 * t) (every other strike scores 0, as 9.2 has it)."""
+    cdef const Defence* df = st.defence
+    cdef int k
+    for k in range(df.n):
+        if df.pid[k] == a and df.foe[k] == target:
+            return st.cfg.flag_defence_force / (MIN_STEPS * st.t)
+    return 0.0
+
+
+cdef inline double _blocker_score(State* st, int a, int frm, int to) noexcept nogil:
+    """A blocker's step: ``flag_defence_force`` / (L * t) when it shortens its way to the blocking square
+    (L its steps there before the move, at least 4), as much below 0 when it lengthens it, 0 sideways.
+    Root moves only, after the lookahead: as a next move it would lift every quiet root move by as much,
+    and so put them all above the captures (which score 0), the raider's capture among them."""
+    cdef const Defence* df = st.defence
+    cdef int k, before, after
+    cdef double c
+    for k in range(df.n):
+        if df.pid[k] != a:
+            continue
+        before = df.steps[k][frm]
+        after = df.steps[k][to]
+        if before >= FAR or after == before:
+            return 0.0
+        c = st.cfg.flag_defence_force / ((before if before > MIN_STEPS else MIN_STEPS) * st.t)
+        return c if after < before else -c
+    return 0.0
+
+
 cdef double _best_next(Pos* p, State* st, double best) noexcept nogil:
     """The best score of a next own move (captures left out), or ``best`` when none beats it."""
     cdef int buf[MAX_MOVES]
@@ -467,6 +680,7 @@ cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1:
         cfg.home_guard = 0.0
         cfg.chase_weight = 0.0
         cfg.answer_force = 0.0
+        cfg.flag_defence_force = 0.0
         return 0
     cfg.hunt_force = params.hunt_force
     cfg.miner_pull = params.miner_pull
@@ -474,6 +688,7 @@ cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1:
     cfg.home_guard = params.home_guard
     cfg.chase_weight = params.chase_weight
     cfg.answer_force = params.answer_force
+    cfg.flag_defence_force = params.flag_defence_force
     return 0
 
 
@@ -672,15 +887,24 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
     cdef const double* susp = flag_suspicion
     cdef int saved_side = p.side
     cdef int i, m, a, target
-    cdef double s, best, keep_x, keep_y
+    cdef double s, best, keep_x, keep_y, blocker
     cdef char keep_done
     cdef bint room = p.ply < MAX_PLY - 1    # with no history left, count the move's score twice
     cdef bint chasing = (cfg.chase_weight > 0.0 and piece_values != NULL and two_squares > 0 and room)
     cdef unsigned char* no_pull = NULL
     cdef unsigned char* tracked = NULL
     cdef Candidate* chases = NULL
+    cdef Defence* defence = NULL
     st.no_pull = NULL
     st2.no_pull = NULL
+    st.defence = NULL
+    st2.defence = NULL
+    if cfg.flag_defence_force != 0.0:
+        # Chosen once and scored at the root only (``_blocker_score``).
+        defence = <Defence*>malloc(sizeof(Defence))
+        if defence != NULL:
+            _choose_defence(p, side, defence)
+            st.defence = defence
     if chasing:
         no_pull = <unsigned char*>malloc(2 * MAX_PIECES * MAX_PIECES)
         chases = <Candidate*>malloc(MAX_CANDIDATES * sizeof(Candidate))
@@ -717,11 +941,17 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
         target = p.board[m >> 8]
         if target >= 0 and not _is_long_strike(p, m):
             out[i] = 0.0    # 9.2: moves that strike are sorted out of the strategic search
+            if defence != NULL:
+                out[i] = _blocker_strike(&st, a, target)
             continue
         s = _move_score(p, &st, m)
         best = s
+        if defence != NULL and target < 0:
+            blocker = _blocker_score(&st, a, m & 0xFF, m >> 8)
+        else:
+            blocker = 0.0
         if not lookahead:
-            out[i] = s
+            out[i] = s + blocker
             continue
         if room:
             if target >= 0:
@@ -747,12 +977,13 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
             unmake_move(p)
             if target < 0:
                 _set_coords(p, &st, a)
-        out[i] = s + best
+        out[i] = s + best + blocker
     if chasing:
         p.side = side
         _chase_scores(p, side, piece_values, two_squares, cfg.chase_weight, moves, n, out, chases, tracked)
         free(no_pull)
         free(chases)
+    free(defence)
     if cfg.answer_force != 0.0:
         _answer_scores(p, side, cfg.answer_force, moves, n, out)
     p.side = saved_side
@@ -837,3 +1068,23 @@ def flag_suspicions_py(Position pos, int side):
         raise ValueError(f"side {side}")
     flag_suspicions(&pos.p, side, out)
     return [out[i] for i in range(pos.p.end_id[1])]
+
+
+def flag_defence_py(Position pos, int side):
+    """The flag defence by distance as the strategic search chooses it at the root (not in the thesis;
+    docs/strategic.md, departure 13): one row per opponent piece that threatens ``side``'s flag, most
+    urgent first, ``(attacker id, path cost to the flag, blocking square, our nearest free piece that
+    stops it or -1, its steps to the blocking square or -1, whether it is sent)``."""
+    cdef Defence* df
+    cdef int i
+    if side not in (0, 1):
+        raise ValueError(f"side {side}")
+    df = <Defence*>malloc(sizeof(Defence))
+    if df == NULL:
+        raise MemoryError()
+    try:
+        _choose_defence(&pos.p, side, df)
+        return [(df.attacker[i], df.cost[i], df.block[i], df.nearest[i], df.nearest_steps[i], bool(df.sent[i]))
+                for i in range(df.rows)]
+    finally:
+        free(df)
