@@ -430,6 +430,75 @@ def strategic_scores(
             after_move.make(move)
             balance = chase_balance(after_move, side, piece_values, two_squares, tracked=tracked)
             out[i] += params.chase_weight * (balance - root)
+    if params.progress_force > 0.0 and lookahead:
+        progress = progress_scores(board, side, [(pos.coords(m & 0xFF), pos.coords(m >> 8)) for m in moves],
+                                   params.progress_top)
+        for i, steps in enumerate(progress):
+            out[i] += params.progress_force * steps
+    return out
+
+
+# --- the progress term (not in the thesis; issue 45, docs/engine.md "A won endgame") ------------------------
+
+# Sent to the unmoved candidates for their flag: cheap pieces, and the miner that clears the bombs.
+_EXPENDABLE = frozenset({Rank.SCOUT, Rank.MINER, Rank.SERGEANT, Rank.LIEUTENANT})
+
+
+def progress_targets(board: _Board, side: int, own: Rank, top: int) -> list[_Piece]:
+    """What a piece of rank ``own`` makes progress towards: a known opponent mover it beats, a moved unknown one
+    when ``own`` is above ``top`` (their strongest movable rank left); and every unmoved unknown piece (a flag
+    candidate) for an expendable piece or one with nothing else to hunt."""
+    theirs = [p for pid, p in sorted(board.pieces.items()) if p.owner != side]
+    hunted = [p for p in theirs
+              if (p.rank == Rank.UNKNOWN and p.moved > 0 and own > top)
+              or (p.rank in _MOVERS and combat(own, p.rank) == ATTACKER_WINS)]
+    if own in _EXPENDABLE or not hunted:
+        hunted += [p for p in theirs if p.rank == Rank.UNKNOWN and p.moved == 0]
+    return hunted
+
+
+def progress_distances(board: _Board, side: int, own: Rank, top: int) -> dict[tuple[int, int], int] | None:
+    """Steps from every square reached to the nearest target of a piece of rank ``own``: a breadth-first walk
+    from the targets over empty squares, an occupied square reached but not walked through. None: no target."""
+    targets = progress_targets(board, side, own, top)
+    if not targets:
+        return None
+    occupied = {(p.col, p.row) for p in board.pieces.values()}
+    dist = {(p.col, p.row): 0 for p in targets}
+    frontier = [(p.col, p.row) for p in targets]
+    while frontier:
+        step = []
+        for col, row in frontier:
+            if dist[(col, row)] > 0 and (col, row) in occupied:
+                continue
+            for dc, dr in ((0, -1), (0, 1), (-1, 0), (1, 0)):
+                nb = (col + dc, row + dr)
+                if not board.passable(*nb) or nb in dist:
+                    continue
+                dist[nb] = dist[(col, row)] + 1
+                step.append(nb)
+        frontier = step
+    return dist
+
+
+def progress_scores(board: _Board, side: int, moves: Sequence[tuple[tuple[int, int], tuple[int, int]]],
+                    top: int) -> list[int]:
+    """For each move, the steps it takes its piece nearer to its nearest target (negative: away; a last square
+    the walk never reached counts one step further than the first); strikes and pieces without a target: 0."""
+    maps: dict[Rank, dict[tuple[int, int], int] | None] = {}
+    out = []
+    for frm, to in moves:
+        piece = board.at(*frm)
+        if board.at(*to) is not None or piece is None or piece.rank not in _MOVERS:
+            out.append(0)
+            continue
+        if piece.rank not in maps:
+            maps[piece.rank] = progress_distances(board, side, piece.rank, top)
+        dist = maps[piece.rank]
+        if dist is None or frm not in dist:
+            out.append(0)
+            continue
+        out.append(dist[frm] - dist.get(to, dist[frm] + 1))
     return out
 
 
@@ -462,5 +531,5 @@ def chase_balance(pos: Position, side: int, piece_values: Sequence[Sequence[floa
     return balance
 
 
-__all__ = ["MOVED_FACTOR", "RULES", "Rule", "chase_balance", "flag_suspicions", "hunt_pull", "strategic_scores",
-           "target_force"]
+__all__ = ["MOVED_FACTOR", "RULES", "Rule", "chase_balance", "flag_suspicions", "hunt_pull", "progress_scores",
+           "strategic_scores", "target_force"]

@@ -22,6 +22,8 @@ ctypedef struct StrategicConfig:
     double miner_guard
     double home_guard
     double chase_weight
+    double progress_force   # the progress term (issue 45): per step nearer a target; 0: off
+    int progress_top        # their strongest movable rank left: pieces above it hunt their moved unknowns
 
 # Fill ``cfg`` from a StrategicParams (None: the thesis's values).
 cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1
