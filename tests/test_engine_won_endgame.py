@@ -244,6 +244,9 @@ def test_the_facade_turns_progress_on_when_ahead_and_quiet() -> None:
     assert strategic_params(settings_, 3, ahead=True, quiet_plies=19).progress_force == 0.0
     assert strategic_params(settings_, 3, ahead=False, quiet_plies=500).progress_force == 0.0
     assert builtin_settings("perspecto").model_copy(update={"progress_force": 0.0}).progress_force == 0.0
+    # The home guards hold off miners: none once they have no miner left.
+    assert strategic_params(settings_, 3, their_miners=1).home_guard == settings_.home_guard
+    assert strategic_params(settings_, 3, their_miners=0).home_guard == 0.0
 
 
 def shuffled_endgame(plies: int) -> Game:

@@ -302,7 +302,8 @@ class Engine:
         if settings.engine == "perspecto" and settings.strategic:
             strategic = runner.strategic(legal, strategic_params(
                 settings, runner.opponent_movers(), ahead=runner.ahead() or runner.outranks(),
-                quiet_plies=quiet_plies(game), their_top=runner.top_mover(1 - me)))
+                quiet_plies=quiet_plies(game), their_top=runner.top_mover(1 - me),
+                their_miners=runner.alive(1 - me, int(Rank.MINER))))
         soft = start + max(0.0, soft_deadline - start) * settings.time_use
         abort = max(start, hard_deadline - answer_reserve(start, hard_deadline))
         soft = min(soft, abort)

@@ -1248,6 +1248,12 @@ cdef class SearchRunner:
                 return r
         return 0
 
+    def alive(self, int side, int rank) -> int:
+        """How many pieces of ``rank`` ``side`` has left (for the opponent: the known ones and the pool)."""
+        if side not in (0, 1) or not 0 <= rank < N_RANKS:
+            raise ValueError(f"side {side}, rank {rank}")
+        return self.S.kn.alive[side][rank]
+
     def outranks(self) -> bool:
         """Whether our strongest mover beats every mover they have left (none of theirs can take it; a
         marshal only while their spy is gone): the endgame is won on the board whatever the material."""

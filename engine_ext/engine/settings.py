@@ -392,10 +392,12 @@ def search_params(
 
 
 def strategic_params(settings: EngineSettings, opponent_movers: int, *, ahead: bool = False,
-                     quiet_plies: int = 0, their_top: int = 10) -> StrategicParams:
+                     quiet_plies: int = 0, their_top: int = 10, their_miners: int = 1) -> StrategicParams:
     """The strategic knobs for a move against an opponent with ``opponent_movers`` movable pieces left:
     the endgame hunt and the endgame miner pull apply once that is at most ``hunt_movers`` (not 0); the
-    progress term once we are ``ahead`` and no piece has been taken for ``quiet_plies`` >= ``progress_after``."""
+    progress term once we are ``ahead`` and no piece has been taken for ``quiet_plies`` >= ``progress_after``.
+    The home guards only while they have a miner left (``their_miners``): they hold the squares a miner takes
+    a bomb from, and without one they kept our last mover at home in won endgames."""
     progressing = ahead and quiet_plies >= settings.progress_after
     hunting = settings.hunt_movers > 0 and 0 < opponent_movers <= settings.hunt_movers
     miner_pull = settings.miner_pull
@@ -405,7 +407,7 @@ def strategic_params(settings: EngineSettings, opponent_movers: int, *, ahead: b
         hunt_force=settings.hunt_force if hunting else 0.0,
         miner_pull=miner_pull,
         miner_guard=settings.miner_guard,
-        home_guard=settings.home_guard,
+        home_guard=settings.home_guard if their_miners > 0 else 0.0,
         chase_weight=settings.chase_weight,
         progress_force=settings.progress_force if progressing else 0.0,
         progress_top=their_top,
