@@ -4,6 +4,7 @@ positions."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -34,8 +35,9 @@ from tests.test_engine_search import params_for
 from tests.test_strategic import _view
 
 BASE, SPECIAL = THESIS.base_array(), THESIS.special_array()
-F, B, SC, MI, SG, MJ, CO, GE, MA, U = (Rank.FLAG, Rank.BOMB, Rank.SCOUT, Rank.MINER, Rank.SERGEANT, Rank.MAJOR,
-                                       Rank.COLONEL, Rank.GENERAL, Rank.MARSHAL, Rank.UNKNOWN)
+F, B, SPY, SC, MI, SG, CA, MJ, CO, GE, MA, U = (
+    Rank.FLAG, Rank.BOMB, Rank.SPY, Rank.SCOUT, Rank.MINER, Rank.SERGEANT, Rank.CAPTAIN, Rank.MAJOR, Rank.COLONEL,
+    Rank.GENERAL, Rank.MARSHAL, Rank.UNKNOWN)
 START = (F, B, B, SC, MI, SG, MJ, CO, GE, MA)
 
 
@@ -249,40 +251,45 @@ def test_the_facade_turns_progress_on_when_ahead_and_quiet() -> None:
     assert strategic_params(settings_, 3, their_miners=0).home_guard == 0.0
 
 
-def shuffled_endgame(plies: int) -> Game:
-    """Red's marshal and colonel against blue's known major and unmoved pieces on the classic board; both sides
-    have stepped back and forth for ``plies`` plies without a capture."""
-    red = {Square.parse(s): r for s, r in {"A1": F, "B1": B, "C1": B, "E4": MA, "G3": CO, "J1": SG}.items()}
-    blue = {Square.parse(s): r for s, r in {
-        "J10": F, "I10": B, "J9": B, "H10": SC, "B8": MJ, "A10": SC,
-    }.items()}
-    shown = {sq: (r if r == MJ else U) for sq, r in blue.items()}
-    game = Game(RulesOptions(ruleset=CLASSIC), red, shown, validate_setups=False)
-    referee = Game(RulesOptions(ruleset=CLASSIC), red, blue, validate_setups=False)
-    # Round in a square (the two-squares rule forbids going back and forth that long).
-    shuffle = [("J1-J2", "A10-A9"), ("J2-I2", "A9-B9"), ("I2-I1", "B9-B10"), ("I1-J1", "B10-A10")]
-    for i in range(plies // 2):
-        ours, theirs = shuffle[i % 4]
-        for text in (ours, theirs):
+# The suite's won_endgame-15 made by hand: their known captain is trapped in our corner (A1, our bomb on B1) next
+# to our colonel, our last mover; they have no piece left that beats it (their colonel died on our bomb on E5).
+# The capture can always wait a move, so the search gives it little over the passive move, and the colonel
+# walks round A2-A3-B3-B2 for ever. The ruleset's army is the one on the board, so the pools are exact.
+TRAP_RULES = dataclasses.replace(CLASSIC, name="trap", pieces={F: 1, B: 4, SPY: 1, SG: 1, CA: 1, CO: 1})
+TRAP_RED = {"D1": F, "B1": B, "C1": B, "E1": B, "E5": B, "A2": CO}
+TRAP_BLUE = {"J10": F, "I10": B, "J9": B, "H10": B, "I8": SPY, "A10": SG, "A1": CA, "E6": CO}
+
+
+def shuffled_endgame(rounds: int) -> Game:
+    """The trap after their colonel's death and ``rounds`` times round the square for both sides."""
+    red = {Square.parse(s): r for s, r in TRAP_RED.items()}
+    blue = {Square.parse(s): r for s, r in TRAP_BLUE.items()}
+    game = Game(RulesOptions(ruleset=TRAP_RULES), red, {sq: (r if r == CA else U) for sq, r in blue.items()},
+                validate_setups=False)
+    referee = Game(RulesOptions(ruleset=TRAP_RULES), red, blue, validate_setups=False)
+    lines = [("A2-B2", "E6-E5"), ("B2-A2", "I8-H8")]
+    lines += [("A2-A3", "H8-H7"), ("A3-B3", "H7-I7"), ("B3-B2", "I7-I8"), ("B2-A2", "I8-H8")] * rounds
+    for pair in lines:
+        for text in pair:
             move = Move.parse(text)
             record = referee.play(move)
             game.play_observed(move, record.attacker, record.defender)
     return game
 
 
-def test_the_chosen_move_reduces_the_distance_in_a_quiet_won_endgame() -> None:
-    game = shuffled_endgame(24)
-    assert quiet_plies(game) == 24
-    assert game.side_to_move == Side.RED
-    # Without home guards: in so small an army they would pull the sergeant to our flag's bombs.
-    base = builtin_settings("perspecto").model_copy(update={"threads": 1, "seed": 1, "home_guard": 0.0})
-    choices = {}
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_progress_term_ends_the_shuffle(seed: int) -> None:
+    game = shuffled_endgame(3)
+    assert game.side_to_move == Side.RED and quiet_plies(game) == 26
+    base = builtin_settings("perspecto").model_copy(update={"threads": 1, "seed": seed})
+    chosen = {}
     for force in (0.0, 8.0):
         engine = Engine(base.model_copy(update={"progress_force": force}))
-        choices[force] = engine.choose_move(game, math.inf, math.inf, nodes=20000).move
-    board = ref._Board.of(game.position)
-    for force, move in choices.items():
-        frm, to = (move.frm.col, move.frm.row), (move.to.col, move.to.row)
-        (steps,) = ref.progress_scores(board, 0, [(frm, to)], 4)
-        if force > 0:
-            assert steps > 0, (force, move)    # a hunter went nearer its target
+        chosen[force] = str(engine.choose_move(game, math.inf, math.inf, nodes=20000).move)
+    assert chosen[0.0] == "A2-B2"       # round the square again
+    assert chosen[8.0] == "A2-A1"       # the captain taken
+    # Before the quiet plies are up the term is off: the same shuffle.
+    early = shuffled_endgame(2)
+    assert quiet_plies(early) == 18
+    engine = Engine(base.model_copy(update={"progress_force": 8.0}))
+    assert str(engine.choose_move(early, math.inf, math.inf, nodes=20000).move) == "A2-B2"
