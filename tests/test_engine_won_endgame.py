@@ -234,6 +234,17 @@ def test_expendable_pieces_go_for_the_unmoved_pieces() -> None:
     assert ref.progress_scores(board, 0, [((3, 3), (4, 3)), ((3, 3), (2, 3))], 10) == [-1, 1]
     n = pos.piece_count
     zero = [0.0] * n
+    # With P(flag): only the unmoved pieces with at least half the highest count.
+    blue2 = {"H8": U, "A8": U, "A5": SC}
+    pos2, ids2 = build(red, blue2)
+    pf = [0.0] * pos2.piece_count
+    pf[ids2["H8"]], pf[ids2["A8"]] = 0.8, 0.2
+    got = {(p.col, p.row) for p in ref.progress_targets(ref._Board.of(pos2), 0, SG, 10, pf)}
+    assert got == {(7, 7), (0, 4)}
+    moves2 = [code(pos2, t) for t in ("D4-E4", "D4-C4", "D4-D5", "D2-E2")]
+    params2 = StrategicParams(progress_force=2.0)
+    assert strategic_scores_py(pos2, 0, pf, [0.0] * pos2.piece_count, moves2, params=params2) == pytest.approx(
+        ref.strategic_scores(pos2, 0, pf, [0.0] * pos2.piece_count, moves2, params=params2))
     moves = [code(pos, t) for t in ("D4-E4", "D4-C4", "D2-E2", "D2-C2")]
     params = StrategicParams(progress_force=1.0)
     assert strategic_scores_py(pos, 0, zero, zero, moves, params=params) == pytest.approx(

@@ -432,7 +432,7 @@ def strategic_scores(
             out[i] += params.chase_weight * (balance - root)
     if params.progress_force > 0.0 and lookahead:
         progress = progress_scores(board, side, [(pos.coords(m & 0xFF), pos.coords(m >> 8)) for m in moves],
-                                   params.progress_top)
+                                   params.progress_top, p_flag)
         for i, steps in enumerate(progress):
             out[i] += params.progress_force * steps
     return out
@@ -444,23 +444,28 @@ def strategic_scores(
 _EXPENDABLE = frozenset({Rank.SCOUT, Rank.MINER, Rank.SERGEANT, Rank.LIEUTENANT})
 
 
-def progress_targets(board: _Board, side: int, own: Rank, top: int) -> list[_Piece]:
+def progress_targets(board: _Board, side: int, own: Rank, top: int,
+                     p_flag: Sequence[float] | None = None) -> list[_Piece]:
     """What a piece of rank ``own`` makes progress towards: a known opponent mover it beats, a moved unknown one
-    when ``own`` is above ``top`` (their strongest movable rank left); and every unmoved unknown piece (a flag
-    candidate) for an expendable piece or one with nothing else to hunt."""
+    when ``own`` is above ``top`` (their strongest movable rank left); and for an expendable piece or one with
+    nothing else to hunt the unmoved unknown pieces (flag candidates) with at least half the highest P(flag)
+    among them (all when none has any; ``p_flag`` None: all)."""
     theirs = [p for pid, p in sorted(board.pieces.items()) if p.owner != side]
     hunted = [p for p in theirs
               if (p.rank == Rank.UNKNOWN and p.moved > 0 and own > top)
               or (p.rank in _MOVERS and combat(own, p.rank) == ATTACKER_WINS)]
     if own in _EXPENDABLE or not hunted:
-        hunted += [p for p in theirs if p.rank == Rank.UNKNOWN and p.moved == 0]
+        unmoved = [p for p in theirs if p.rank == Rank.UNKNOWN and p.moved == 0]
+        floor = 0.5 * max((p_flag[p.pid] for p in unmoved), default=0.0) if p_flag is not None else 0.0
+        hunted += [p for p in unmoved if p_flag is None or p_flag[p.pid] >= floor]
     return hunted
 
 
-def progress_distances(board: _Board, side: int, own: Rank, top: int) -> dict[tuple[int, int], int] | None:
+def progress_distances(board: _Board, side: int, own: Rank, top: int,
+                       p_flag: Sequence[float] | None = None) -> dict[tuple[int, int], int] | None:
     """Steps from every square reached to the nearest target of a piece of rank ``own``: a breadth-first walk
     from the targets over empty squares, an occupied square reached but not walked through. None: no target."""
-    targets = progress_targets(board, side, own, top)
+    targets = progress_targets(board, side, own, top, p_flag)
     if not targets:
         return None
     occupied = {(p.col, p.row) for p in board.pieces.values()}
@@ -482,7 +487,7 @@ def progress_distances(board: _Board, side: int, own: Rank, top: int) -> dict[tu
 
 
 def progress_scores(board: _Board, side: int, moves: Sequence[tuple[tuple[int, int], tuple[int, int]]],
-                    top: int) -> list[int]:
+                    top: int, p_flag: Sequence[float] | None = None) -> list[int]:
     """For each move, the steps it takes its piece nearer to its nearest target (negative: away; a last square
     the walk never reached counts one step further than the first); strikes and pieces without a target: 0."""
     maps: dict[Rank, dict[tuple[int, int], int] | None] = {}
@@ -493,7 +498,7 @@ def progress_scores(board: _Board, side: int, moves: Sequence[tuple[tuple[int, i
             out.append(0)
             continue
         if piece.rank not in maps:
-            maps[piece.rank] = progress_distances(board, side, piece.rank, top)
+            maps[piece.rank] = progress_distances(board, side, piece.rank, top, p_flag)
         dist = maps[piece.rank]
         if dist is None or frm not in dist:
             out.append(0)

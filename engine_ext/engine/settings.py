@@ -176,9 +176,9 @@ class StrategicSettings(BaseModel):
         0.0, ge=0.0, description="not in the thesis: when we are ahead (AHEAD_MARGIN) or our strongest mover "
         "outranks all theirs, and no piece has been taken for ``progress_after`` plies, every root move that is "
         "no strike scores this times the steps it takes the moved piece nearer to its nearest target (a known "
-        "mover it beats; a moved unknown one when it is above all they have left; an unmoved unknown piece for "
-        "miners, scouts, sergeants, lieutenants and any piece with nothing else to hunt), and as much less for "
-        "a step away; 0: off")
+        "mover it beats; a moved unknown one when it is above all they have left; for miners, scouts, sergeants, "
+        "lieutenants and any piece with nothing else to hunt the unmoved unknown pieces with at least half the "
+        "highest P(flag)), and as much less for a step away; 0: off")
     progress_after: int = Field(
         20, ge=0, description="not in the thesis: plies without a capture before ``progress_force`` applies")
 

@@ -481,21 +481,24 @@ cdef inline bint _expendable(int r) noexcept nogil:
     return r == R_SCOUT or r == R_MINER or r == R_SERGEANT or r == R_LIEUTENANT
 
 
-cdef inline bint _progress_target(Pos* p, int opp, int own, int k, int top, bint unmoved) noexcept nogil:
+cdef inline bint _progress_target(Pos* p, int opp, int own, int k, int top, bint unmoved,
+                                   const double* p_flag, double flag_floor) noexcept nogil:
     """Whether opponent piece ``k`` is a target of an own piece of rank ``own``: a known mover it beats, a
     moved unknown one when ``own`` is above every movable rank they have left (``top``), and with
-    ``unmoved`` an unknown piece that has never moved (a flag candidate)."""
+    ``unmoved`` an unknown piece that has never moved whose P(flag) is at least ``flag_floor`` (a likely
+    flag candidate)."""
     cdef int r = p.prank[k]
     if p.psq[k] < 0 or p.powner[k] != opp:
         return False
     if r == R_UNKNOWN:
         if p.pmoves[k] == 0:
-            return unmoved
+            return unmoved and p_flag[k] >= flag_floor
         return own > top
     return r >= R_SPY and r <= R_MARSHAL and COMBAT[own][r] == ATTACKER_WINS
 
 
-cdef bint _progress_map(Pos* p, int side, int own, int top, short* dist) noexcept nogil:
+cdef bint _progress_map(Pos* p, int side, int own, int top, const double* p_flag, double flag_floor,
+                        short* dist) noexcept nogil:
     """Steps to the nearest target of a piece of rank ``own``, for every square (-1: not reached): a
     breadth-first walk from the targets over empty squares; an occupied square gets its steps but is not
     walked through. The targets are the hunt's (``_progress_target``), and the unmoved unknown pieces too
@@ -510,11 +513,11 @@ cdef bint _progress_map(Pos* p, int side, int own, int top, short* dist) noexcep
     if not unmoved:
         unmoved = True
         for k in range(p.first_id[opp], p.end_id[opp]):
-            if _progress_target(p, opp, own, k, top, False):
+            if _progress_target(p, opp, own, k, top, False, p_flag, flag_floor):
                 unmoved = False
                 break
     for k in range(p.first_id[opp], p.end_id[opp]):
-        if _progress_target(p, opp, own, k, top, unmoved):
+        if _progress_target(p, opp, own, k, top, unmoved, p_flag, flag_floor):
             dist[p.psq[k]] = 0
             queue[tail] = p.psq[k]
             tail += 1
@@ -536,13 +539,19 @@ cdef bint _progress_map(Pos* p, int side, int own, int top, short* dist) noexcep
 
 
 cdef void _progress_scores(Pos* p, int side, const int* moves, int n, double* out, double force,
-                           int top) noexcept nogil:
+                           int top, const double* p_flag) noexcept nogil:
     """out[i] += ``force`` times the steps ``moves[i]`` takes its piece nearer to its nearest target
     (negative when it steps away; the root position's walk, from the move's first and last square);
-    strikes and pieces with no target score nothing here."""
+    strikes and pieces with no target score nothing here. The unmoved unknown pieces that count are those
+    with at least half the highest P(flag) among them (all of them when none has any)."""
     cdef short dist[N_RANKS][MAX_SQ]
     cdef signed char built[N_RANKS]     # 0: not yet, 1: built, -1: no target
-    cdef int i, m, frm, to, a, r, d0, d1
+    cdef int i, m, frm, to, a, r, d0, d1, k, opp = side ^ 1
+    cdef double flag_floor = 0.0
+    for k in range(p.first_id[opp], p.end_id[opp]):
+        if p.psq[k] >= 0 and p.prank[k] == R_UNKNOWN and p.pmoves[k] == 0 and p_flag[k] > flag_floor:
+            flag_floor = p_flag[k]
+    flag_floor *= 0.5
     for r in range(N_RANKS):
         built[r] = 0
     for i in range(n):
@@ -556,7 +565,7 @@ cdef void _progress_scores(Pos* p, int side, const int* moves, int n, double* ou
         if r < R_SPY or r > R_MARSHAL:
             continue
         if built[r] == 0:
-            built[r] = 1 if _progress_map(p, side, r, top, dist[r]) else -1
+            built[r] = 1 if _progress_map(p, side, r, top, p_flag, flag_floor, dist[r]) else -1
         if built[r] < 0:
             continue
         d0 = dist[r][frm]
@@ -737,7 +746,7 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
         free(no_pull)
         free(chases)
     if cfg.progress_force > 0.0 and lookahead:
-        _progress_scores(p, side, moves, n, out, cfg.progress_force, cfg.progress_top)
+        _progress_scores(p, side, moves, n, out, cfg.progress_force, cfg.progress_top, p_flag)
     p.side = saved_side
 
 
