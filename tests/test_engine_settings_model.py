@@ -18,6 +18,7 @@ from engine_ext.engine.settings import (
     FACADE_FIELDS,
     SEARCH_STATE_FIELDS,
     SETTINGS_GROUPS,
+    STRATEGIC_STATE_FIELDS,
     EngineSettings,
     FearSettings,
     SearchParams,
@@ -34,7 +35,7 @@ def route_problems(model: type[BaseModel]) -> list[str]:
     """Settings that reach no engine code, and engine parameters that are no setting."""
     problems = []
     search = {f.name for f in dataclasses.fields(SearchParams)} - SEARCH_STATE_FIELDS
-    strategic = {f.name for f in dataclasses.fields(StrategicParams)}
+    strategic = {f.name for f in dataclasses.fields(StrategicParams)} - STRATEGIC_STATE_FIELDS
     settings = set(model.model_fields)
     routed = search | strategic | FACADE_FIELDS
     for name in sorted(settings - routed):

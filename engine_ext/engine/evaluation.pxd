@@ -26,11 +26,14 @@ ctypedef struct Values:
     double decay[MAX_LINE + 1]          # 9.4: weight of an event at ply p, 5 % less every second ply
     double random_amplitude             # 7.5: the random term lies in [-amp, amp]
     uint64_t random_key
+    double material[2]                  # the live movable pieces' rank values, by side (theirs: known + pool)
+    int ahead                           # ours leads theirs by AHEAD_MARGIN of the two together (not in the thesis)
 
 cdef void build_values(Values* v, Knowledge* kn, Pos* p, const double* base, const double* special,
                        double default_flag_value, double capture_decay, double reveal_factor,
                        double reveal_bomb, double advance_bonus, double random_amplitude,
-                       uint64_t random_key, double own_flag_value=*) noexcept nogil
+                       uint64_t random_key, double own_flag_value=*,
+                       double ahead_trade_bias=*) noexcept nogil
 
 
 cdef inline double captured_value(Values* v, Knowledge* kn, Pos* p, const unsigned char* kpub,

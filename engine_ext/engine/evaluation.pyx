@@ -17,6 +17,12 @@ from engine_ext.rules.core cimport (
 from engine_ext.engine.knowledge cimport Knowledge, prepare_root
 
 
+# Not in the thesis (issue 45): we count as ahead when (ours - theirs) / (ours + theirs) over the live movable
+# pieces' rank values is at least this (docs/engine.md, *A won endgame*; the reference search has the same).
+cdef double _AHEAD_MARGIN = 0.2
+AHEAD_MARGIN = _AHEAD_MARGIN
+
+
 cdef inline bint _movable(int r) noexcept nogil:
     return r != R_FLAG and r != R_BOMB and r != R_UNKNOWN
 
@@ -49,9 +55,10 @@ cdef bint _special_lives(Knowledge* kn, int side, int r) noexcept nogil:
 cdef void build_values(Values* v, Knowledge* kn, Pos* p, const double* base, const double* special,
                        double default_flag_value, double capture_decay, double reveal_factor,
                        double reveal_bomb, double advance_bonus, double random_amplitude,
-                       uint64_t random_key, double own_flag_value=0.0) noexcept nogil:
+                       uint64_t random_key, double own_flag_value=0.0,
+                       double ahead_trade_bias=0.0) noexcept nogil:
     cdef int s, o, r, q, k, mv, notches, target, pid, n
-    cdef double val, total, w
+    cdef double val, total, w, lower
     for s in range(2):
         o = s ^ 1
         for r in range(N_RANKS):
@@ -77,6 +84,27 @@ cdef void build_values(Values* v, Knowledge* kn, Pos* p, const double* base, con
                 val += special[r]
             v.piece[s][r] = val
         v.piece[s][R_UNKNOWN] = 0.0
+    # Material: the live movable pieces at their plain rank values (no notches: they would count the
+    # side ahead's pieces up for the very losses that put it ahead); theirs known + the pool, which
+    # alive[] already holds.
+    for s in range(2):
+        v.material[s] = 0.0
+        for r in range(N_RANKS):
+            if _movable(r):
+                v.material[s] += kn.alive[s][r] * base[r]
+    total = v.material[0] + v.material[1]
+    v.ahead = total > 0.0 and v.material[kn.me] - v.material[kn.enemy] >= _AHEAD_MARGIN * total
+    if v.ahead and ahead_trade_bias > 0.0:
+        # Trades favour the side ahead (not in the thesis): each of our movable ranks is worth a little
+        # less than theirs of the same rank, so an even trade scores positive for us. The notches run the
+        # other way (the side ahead has had more of the other side's top ranks vanish, so its pieces are
+        # notched higher), hence the lower of the two before the bias.
+        for r in range(N_RANKS):
+            if _movable(r):
+                lower = v.piece[kn.me][r]
+                if v.piece[kn.enemy][r] < lower:
+                    lower = v.piece[kn.enemy][r]
+                v.piece[kn.me][r] = lower * (1.0 - ahead_trade_bias)
     if own_flag_value > 0.0:
         # Losing our flag loses the game: in our own view it may weigh more than the scale's flag,
         # which still prices the opponent's flag and what the opponent hopes to find among ours.
@@ -163,7 +191,7 @@ cdef class ValuesView:
     def __init__(self, Position pos, int me, initial, base, special, *, public=None, approached=None,
                  moved=(), double default_flag_value=300.0, double capture_decay=0.95,
                  double reveal_factor=0.0, double reveal_bomb=0.0, double advance_bonus=0.0,
-                 double own_flag_value=0.0):
+                 double own_flag_value=0.0, double ahead_trade_bias=0.0):
         cdef double b[N_RANKS]
         cdef double sp[N_RANKS]
         cdef int r
@@ -177,13 +205,19 @@ cdef class ValuesView:
         prepare_root(self.work, &self.kn, pos, me, initial, public, approached, moved, (0.0, 0.0, 0.0), False,
                      True)
         build_values(&self.v, &self.kn, self.work, b, sp, default_flag_value, capture_decay, reveal_factor,
-                     reveal_bomb, advance_bonus, 0.0, 0, own_flag_value)
+                     reveal_bomb, advance_bonus, 0.0, 0, own_flag_value, ahead_trade_bias)
 
     def piece(self, int side, int rank) -> float:
         return self.v.piece[side][rank]
 
     def rank_value(self, int side, int rank) -> float:
         return self.v.rank_value[side][rank]
+
+    def material(self, int side) -> float:
+        return self.v.material[side]
+
+    def ahead(self) -> bool:
+        return self.v.ahead != 0
 
     def flag_value(self, int side) -> float:
         return self.v.flag_value[side]

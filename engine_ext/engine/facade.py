@@ -81,6 +81,17 @@ class EngineChoice:
     line: tuple[Move, ...] = ()
 
 
+def quiet_plies(game: Game) -> int:
+    """Plies since a piece was last taken (an attack of any outcome ends the count; the whole game when
+    none was): the progress term's clock (docs/engine.md, *A won endgame*)."""
+    count = 0
+    for entry in reversed(game.history):
+        if entry.outcome:
+            break
+        count += 1
+    return count
+
+
 def initial_counts(game: Game) -> list[int]:
     """Pieces of each rank code (0..12) a side starts with under the game's ruleset."""
     pieces = game.options.ruleset.pieces
@@ -290,7 +301,10 @@ class Engine:
                               beliefs=beliefs)
         strategic = [0.0] * len(legal)
         if settings.engine == "perspecto" and settings.strategic:
-            strategic = runner.strategic(legal, strategic_params(settings, runner.opponent_movers()))
+            strategic = runner.strategic(legal, strategic_params(
+                settings, runner.opponent_movers(), ahead=runner.ahead() or runner.outranks(),
+                quiet_plies=quiet_plies(game), their_top=runner.top_mover(1 - me),
+                their_miners=runner.alive(1 - me, int(Rank.MINER))))
         soft = start + max(0.0, soft_deadline - start) * settings.time_use
         abort = max(start, hard_deadline - answer_reserve(start, hard_deadline))
         soft = min(soft, abort)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from engine_ext.engine.settings import SearchParams
+from engine_ext.engine.settings import AHEAD_MARGIN, SearchParams
 from engine_ext.rules.core import Position
 from engine_ext.rules.pieces import ATTACKER_WINS, BOTH_DIE, DEFENDER_WINS, Rank, combat
 
@@ -506,6 +506,20 @@ class Reference:
                 elif self._special_lives(s, r):
                     value += special[r]
                 self.piece[s][r] = value
+        # Material and the trade bias of the side ahead (not in the thesis; evaluation.pyx says why).
+        self.material = [0.0, 0.0]
+        for s in (0, 1):
+            for r in range(12):
+                if r in MOVABLE:
+                    self.material[s] += self.alive[s][r] * base[r]
+        total = self.material[0] + self.material[1]
+        self.ahead = total > 0.0 and self.material[self.me] - self.material[self.enemy] >= AHEAD_MARGIN * total
+        bias = self.p.ahead_trade_bias
+        if self.ahead and bias > 0.0:
+            for r in range(12):
+                if r in MOVABLE:
+                    lower = min(self.piece[self.me][r], self.piece[self.enemy][r])
+                    self.piece[self.me][r] = lower * (1.0 - bias)
         if self.p.own_flag_value > 0.0:
             self.piece[self.me][FLAG] = self.p.own_flag_value
 

@@ -696,6 +696,80 @@ def strategic_scores(
     if params.answer_force:
         for i, term in enumerate(answer_terms(pos, side, params.answer_force, moves)):
             out[i] += term
+    if params.progress_force > 0.0 and lookahead:
+        progress = progress_scores(board, side, [(pos.coords(m & 0xFF), pos.coords(m >> 8)) for m in moves],
+                                   params.progress_top, p_flag)
+        for i, steps in enumerate(progress):
+            out[i] += params.progress_force * steps
+    return out
+
+
+# --- the progress term (not in the thesis; issue 45, docs/engine.md "A won endgame") ------------------------
+
+# Sent to the unmoved candidates for their flag: cheap pieces, and the miner that clears the bombs.
+_EXPENDABLE = frozenset({Rank.SCOUT, Rank.MINER, Rank.SERGEANT, Rank.LIEUTENANT})
+
+
+def progress_targets(board: _Board, side: int, own: Rank, top: int,
+                     p_flag: Sequence[float] | None = None) -> list[_Piece]:
+    """What a piece of rank ``own`` makes progress towards: a known opponent mover it beats, a moved unknown one
+    when ``own`` is above ``top`` (their strongest movable rank left); and for an expendable piece or one with
+    nothing else to hunt the unmoved unknown pieces (flag candidates) with at least half the highest P(flag)
+    among them (all when none has any; ``p_flag`` None: all)."""
+    theirs = [p for pid, p in sorted(board.pieces.items()) if p.owner != side]
+    hunted = [p for p in theirs
+              if (p.rank == Rank.UNKNOWN and p.moved > 0 and own > top)
+              or (p.rank in _MOVERS and combat(own, p.rank) == ATTACKER_WINS)]
+    if own in _EXPENDABLE or not hunted:
+        unmoved = [p for p in theirs if p.rank == Rank.UNKNOWN and p.moved == 0]
+        floor = 0.5 * max((p_flag[p.pid] for p in unmoved), default=0.0) if p_flag is not None else 0.0
+        hunted += [p for p in unmoved if p_flag is None or p_flag[p.pid] >= floor]
+    return hunted
+
+
+def progress_distances(board: _Board, side: int, own: Rank, top: int,
+                       p_flag: Sequence[float] | None = None) -> dict[tuple[int, int], int] | None:
+    """Steps from every square reached to the nearest target of a piece of rank ``own``: a breadth-first walk
+    from the targets over empty squares, an occupied square reached but not walked through. None: no target."""
+    targets = progress_targets(board, side, own, top, p_flag)
+    if not targets:
+        return None
+    occupied = {(p.col, p.row) for p in board.pieces.values()}
+    dist = {(p.col, p.row): 0 for p in targets}
+    frontier = [(p.col, p.row) for p in targets]
+    while frontier:
+        step = []
+        for col, row in frontier:
+            if dist[(col, row)] > 0 and (col, row) in occupied:
+                continue
+            for dc, dr in ((0, -1), (0, 1), (-1, 0), (1, 0)):
+                nb = (col + dc, row + dr)
+                if not board.passable(*nb) or nb in dist:
+                    continue
+                dist[nb] = dist[(col, row)] + 1
+                step.append(nb)
+        frontier = step
+    return dist
+
+
+def progress_scores(board: _Board, side: int, moves: Sequence[tuple[tuple[int, int], tuple[int, int]]],
+                    top: int, p_flag: Sequence[float] | None = None) -> list[int]:
+    """For each move, the steps it takes its piece nearer to its nearest target (negative: away; a last square
+    the walk never reached counts one step further than the first); strikes and pieces without a target: 0."""
+    maps: dict[Rank, dict[tuple[int, int], int] | None] = {}
+    out = []
+    for frm, to in moves:
+        piece = board.at(*frm)
+        if board.at(*to) is not None or piece is None or piece.rank not in _MOVERS:
+            out.append(0)
+            continue
+        if piece.rank not in maps:
+            maps[piece.rank] = progress_distances(board, side, piece.rank, top, p_flag)
+        dist = maps[piece.rank]
+        if dist is None or frm not in dist:
+            out.append(0)
+            continue
+        out.append(dist[frm] - dist.get(to, dist[frm] + 1))
     return out
 
 
@@ -729,5 +803,5 @@ def chase_balance(pos: Position, side: int, piece_values: Sequence[Sequence[floa
 
 
 __all__ = ["MOVED_FACTOR", "RULES", "FlagThreat", "Rule", "answer_terms", "answers", "attack_costs", "chase_balance",
-           "flag_defence", "flag_suspicions", "hunt_pull", "path_steps", "steps_to", "stops", "strategic_scores",
-           "target_force"]
+           "flag_defence", "flag_suspicions", "hunt_pull", "path_steps", "progress_scores", "steps_to", "stops",
+           "strategic_scores", "target_force"]

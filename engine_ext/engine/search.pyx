@@ -1098,7 +1098,7 @@ cdef int fill_search(Search* S, Position pos, int me, object initial, object par
         special[r] = params.special[r]
     build_values(&S.val, &S.kn, &S.pos, base, special, params.default_flag_value, params.capture_decay,
                  params.reveal_factor, params.reveal_bomb, params.advance_bonus, params.random_amplitude, key,
-                 params.own_flag_value)
+                 params.own_flag_value, params.ahead_trade_bias)
     S.cfg.algorithm = ALGORITHMS[params.algorithm]
     S.cfg.max_depth = params.max_depth
     S.cfg.variable_depth = params.variable_depth
@@ -1250,6 +1250,36 @@ cdef class SearchRunner:
         for r in range(R_SPY, R_MARSHAL + 1):
             n += self.S.kn.alive[opp][r]
         return n
+
+    def top_mover(self, int side) -> int:
+        """The strongest movable rank ``side`` still has on the board (0 when none is left; exact for the
+        opponent too: every capture shows a rank)."""
+        cdef int r
+        if side not in (0, 1):
+            raise ValueError(f"side {side}")
+        for r in range(R_MARSHAL, R_SPY - 1, -1):
+            if self.S.kn.alive[side][r] > 0:
+                return r
+        return 0
+
+    def alive(self, int side, int rank) -> int:
+        """How many pieces of ``rank`` ``side`` has left (for the opponent: the known ones and the pool)."""
+        if side not in (0, 1) or not 0 <= rank < N_RANKS:
+            raise ValueError(f"side {side}, rank {rank}")
+        return self.S.kn.alive[side][rank]
+
+    def outranks(self) -> bool:
+        """Whether our strongest mover beats every mover they have left (none of theirs can take it; a
+        marshal only while their spy is gone): the endgame is won on the board whatever the material."""
+        cdef int me = self.S.kn.me
+        cdef int ours = self.top_mover(me)
+        cdef int theirs = self.top_mover(me ^ 1)
+        return ours > theirs and not (ours == R_MARSHAL and self.S.kn.alive[me ^ 1][R_SPY] > 0)
+
+    def ahead(self) -> bool:
+        """Whether we lead in material by the evaluation's margin (``Values.ahead``; docs/engine.md,
+        *A won endgame*)."""
+        return self.S.val.ahead != 0
 
     def strategic(self, moves, params=None) -> list:
         """The strategic search's scores (9.2) of our root moves, as the strategic module gives them;

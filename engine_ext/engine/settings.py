@@ -122,6 +122,10 @@ class EvaluationSettings(BaseModel):
     reveal_factor: float = Field(0.0, ge=0.0, description="Table 5: a piece that becomes known loses this share")
     reveal_bomb: float = Field(0.0, ge=0.0, description="Table 5: a bomb that becomes known loses this")
     random_amplitude: float = Field(2.0, ge=0.0, description="the random term lies in [-a, a]")
+    ahead_trade_bias: float = Field(
+        0.0, ge=0.0, lt=1.0, description="not in the thesis: when we are ahead (AHEAD_MARGIN), each of our "
+        "movable ranks is worth the lower of ours and theirs of that rank times (1 - this), so an even trade "
+        "scores positive for us; 0: off")
     seed: int | None = Field(None, description="seed of the random term, ownFear and the random mover")
 
     @field_validator("scale")
@@ -135,6 +139,12 @@ class EvaluationSettings(BaseModel):
 
     def value_scale(self) -> ValueScale:
         return get_scale(self.scale)
+
+
+# Not in the thesis (issue 45): we are ahead when (ours - theirs) / (ours + theirs) over the live movable
+# pieces' plain rank values (theirs: the known ones and the pool) is at least this. The compiled evaluation
+# (evaluation.pyx) has the same number; docs/engine.md, *A won endgame*.
+AHEAD_MARGIN = 0.2
 
 
 class StrategicSettings(BaseModel):
@@ -168,6 +178,15 @@ class StrategicSettings(BaseModel):
         "marshal) or, when we are not behind in pieces, trades with it; the responder's root moves score this "
         "for a step nearer it (minus this for one away), and those of our pieces it beats within 2 steps of it "
         "score this for a step away from it and nearer the responder; 0: off")
+    progress_force: float = Field(
+        0.0, ge=0.0, description="not in the thesis: when we are ahead (AHEAD_MARGIN) or our strongest mover "
+        "outranks all theirs, and no piece has been taken for ``progress_after`` plies, every root move that is "
+        "no strike scores this times the steps it takes the moved piece nearer to its nearest target (a known "
+        "mover it beats; a moved unknown one when it is above all they have left; for miners, scouts, sergeants, "
+        "lieutenants and any piece with nothing else to hunt the unmoved unknown pieces with at least half the "
+        "highest P(flag)), and as much less for a step away; 0: off")
+    progress_after: int = Field(
+        20, ge=0, description="not in the thesis: plies without a capture before ``progress_force`` applies")
 
 
 class FlagDefence(BaseModel):
@@ -305,6 +324,7 @@ class SearchParams:
     flag_area: int = -1
     beliefs: bool = False
     top_piece_rank: int = 0
+    ahead_trade_bias: float = 0.0  # 0: off
 
 
 @dataclass(frozen=True)
@@ -320,19 +340,24 @@ class StrategicParams:
     chase_weight: float = 0.0
     answer_force: float = 0.0
     flag_defence_force: float = 0.0
+    progress_force: float = 0.0  # in force for this move only: 0 unless ahead and quiet (``strategic_params``)
+    progress_top: int = 10  # their strongest movable rank left (10, the marshal: no piece hunts moved unknowns)
 
 
 # The SearchParams fields that are no setting: the algorithm (from ``engine``), the game's two-squares
 # limit, the move's fears and random key, and the scale's values.
 SEARCH_STATE_FIELDS: frozenset[str] = frozenset(
     {"algorithm", "two_squares", "own_fear", "est_opp_fear", "est_own_fear", "base", "special", "random_key"})
+# The StrategicParams fields that are no setting: the game's state for one move (their strongest movable
+# rank left, which the progress term reads).
+STRATEGIC_STATE_FIELDS: frozenset[str] = frozenset({"progress_top"})
 # The settings the facade (engine_ext/engine/facade.py) uses itself instead of handing them to compiled code:
 # which engine, the scale (handed on as ``base``/``special``), the seed, the fears (the psychology),
 # whether the search applies the two-squares rule, whether the strategic search runs, when the hunt and
 # the endgame miner pull start (``strategic_params``), the raiders' rewrite of the position, the time.
 FACADE_FIELDS: frozenset[str] = frozenset(
     {"engine", "scale", "seed", "fear", "search_two_squares", "strategic", "hunt_movers", "endgame_miner_pull",
-     "raider_radius", "spy_guard", "time_use"})
+     "raider_radius", "spy_guard", "time_use", "progress_after"})
 
 
 def usable_cores() -> int:
@@ -394,13 +419,19 @@ def search_params(
         flag_area=settings.flag_area,
         beliefs=settings.beliefs,
         top_piece_rank=settings.top_piece_rank,
+        ahead_trade_bias=settings.ahead_trade_bias,
     )
 
 
 
-def strategic_params(settings: EngineSettings, opponent_movers: int) -> StrategicParams:
+def strategic_params(settings: EngineSettings, opponent_movers: int, *, ahead: bool = False,
+                     quiet_plies: int = 0, their_top: int = 10, their_miners: int = 1) -> StrategicParams:
     """The strategic knobs for a move against an opponent with ``opponent_movers`` movable pieces left:
-    the endgame hunt and the endgame miner pull apply once that is at most ``hunt_movers`` (not 0)."""
+    the endgame hunt and the endgame miner pull apply once that is at most ``hunt_movers`` (not 0); the
+    progress term once we are ``ahead`` and no piece has been taken for ``quiet_plies`` >= ``progress_after``.
+    The home guards only while they have a miner left (``their_miners``): they hold the squares a miner takes
+    a bomb from, and without one they kept our last mover at home in won endgames."""
+    progressing = ahead and quiet_plies >= settings.progress_after
     hunting = settings.hunt_movers > 0 and 0 < opponent_movers <= settings.hunt_movers
     miner_pull = settings.miner_pull
     if hunting and settings.endgame_miner_pull is not None:
@@ -409,10 +440,12 @@ def strategic_params(settings: EngineSettings, opponent_movers: int) -> Strategi
         hunt_force=settings.hunt_force if hunting else 0.0,
         miner_pull=miner_pull,
         miner_guard=settings.miner_guard,
-        home_guard=settings.home_guard,
+        home_guard=settings.home_guard if their_miners > 0 else 0.0,
         chase_weight=settings.chase_weight,
         answer_force=settings.answer_force,
         flag_defence_force=settings.flag_defence_force,
+        progress_force=settings.progress_force if progressing else 0.0,
+        progress_top=their_top,
     )
 
 # The thesis's first tests (section 8) used a fixed depth of five plies, local search, and the early
@@ -469,6 +502,10 @@ _BELIEFS: dict[str, Any] = dict(beliefs=True)
 # know while the opponent has unseen bombs, and the marshal, once known, does not end a move next to a piece
 # that may be their spy (docs/engine.md, *The top pieces*; the measurement in docs/lab.md's journal).
 _TOP_PIECES: dict[str, Any] = dict(top_piece_rank=9, spy_guard=True)
+# Not in the thesis (issue 45, docs/engine.md "A won endgame"): when we are ahead, an even trade scores for us
+# (our ranks a tenth below theirs), and after 20 plies without a capture every step towards a target scores 8
+# (a step away 8 less), so that a won endgame ends instead of shuffling to the referee's cap.
+_WON_ENDGAME: dict[str, Any] = dict(ahead_trade_bias=0.1, progress_force=8.0)
 # Perspecto searches on every core it may use: its full variable depth then stays within a second on
 # a busy two-core machine (bench/engine). The root moves are shared; values do not depend on it.
 _EVERY_CORE: dict[str, Any] = dict(threads=0)
@@ -480,7 +517,7 @@ BUILTIN_ENGINE_SETTINGS: dict[str, EngineSettings] = {
                                      **_SECTION_8),
     "pemm": EngineSettings(engine="pemm", **{**_SECTION_8, **_PEMM_RULES}),
     "perspecto": EngineSettings(**_FLAG_DEFENCE, **_MINER_PULL, **_RAID_DEFENCE, **_FLAG_BLOCKERS, **_CHASE_MODEL,
-                                **_BELIEFS, **_ANSWER, **_TOP_PIECES, **_EVERY_CORE),
+                                **_BELIEFS, **_ANSWER, **_TOP_PIECES, **_WON_ENDGAME, **_EVERY_CORE),
 }
 
 

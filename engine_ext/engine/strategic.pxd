@@ -27,6 +27,8 @@ ctypedef struct StrategicConfig:
     double chase_weight
     double answer_force     # the answer to their known high pieces in our half (issue 45; 0: off)
     double flag_defence_force
+    double progress_force   # the progress term (issue 45): per step nearer a target; 0: off
+    int progress_top        # their strongest movable rank left: pieces above it hunt their moved unknowns
 
 # Fill ``cfg`` from a StrategicParams (None: the thesis's values).
 cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1

@@ -33,8 +33,8 @@ from engine_ext.chase.lookahead cimport (
     MAX_CANDIDATES, WHY_COUNT, WHY_REFUGE, WHY_SEPARATE, Candidate, scan_c,
 )
 from engine_ext.rules.core cimport (
-    ATTACKER_WINS, BLOCKED, COMBAT, MAX_MOVES, MAX_PIECES, MAX_PLY, MAX_SQ, N_RANKS, NO_COMBAT, R_BOMB, R_FLAG,
-    R_MARSHAL, R_MINER, R_SCOUT, R_SPY, R_UNKNOWN, Pos, Position, gen_moves, make_move_result, unmake_move,
+    ATTACKER_WINS, BLOCKED, COMBAT, EMPTY, MAX_MOVES, MAX_PIECES, MAX_PLY, MAX_SQ, N_RANKS, NO_COMBAT, R_BOMB,
+    R_FLAG, R_MARSHAL, R_MINER, R_SCOUT, R_SPY, R_UNKNOWN, Pos, Position, gen_moves, make_move_result, unmake_move,
 )
 
 cdef enum:
@@ -681,6 +681,8 @@ cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1:
         cfg.chase_weight = 0.0
         cfg.answer_force = 0.0
         cfg.flag_defence_force = 0.0
+        cfg.progress_force = 0.0
+        cfg.progress_top = R_MARSHAL
         return 0
     cfg.hunt_force = params.hunt_force
     cfg.miner_pull = params.miner_pull
@@ -689,7 +691,112 @@ cdef int fill_strategic_config(StrategicConfig* cfg, object params) except -1:
     cfg.chase_weight = params.chase_weight
     cfg.answer_force = params.answer_force
     cfg.flag_defence_force = params.flag_defence_force
+    cfg.progress_force = params.progress_force
+    cfg.progress_top = params.progress_top
     return 0
+
+
+# --- the progress term (not in the thesis; issue 45) -----------------------------------------------
+
+cdef inline bint _expendable(int r) noexcept nogil:
+    # The pieces sent to the unmoved candidates for their flag: cheap, and the miner clears the bombs.
+    return r == R_SCOUT or r == R_MINER or r == R_SERGEANT or r == R_LIEUTENANT
+
+
+cdef inline bint _progress_target(Pos* p, int opp, int own, int k, int top, bint unmoved,
+                                   const double* p_flag, double flag_floor) noexcept nogil:
+    """Whether opponent piece ``k`` is a target of an own piece of rank ``own``: a known mover it beats, a
+    moved unknown one when ``own`` is above every movable rank they have left (``top``), and with
+    ``unmoved`` an unknown piece that has never moved whose P(flag) is at least ``flag_floor`` (a likely
+    flag candidate)."""
+    cdef int r = p.prank[k]
+    if p.psq[k] < 0 or p.powner[k] != opp:
+        return False
+    if r == R_UNKNOWN:
+        if p.pmoves[k] == 0:
+            return unmoved and p_flag[k] >= flag_floor
+        return own > top
+    return r >= R_SPY and r <= R_MARSHAL and COMBAT[own][r] == ATTACKER_WINS
+
+
+cdef bint _progress_map(Pos* p, int side, int own, int top, const double* p_flag, double flag_floor,
+                        short* dist) noexcept nogil:
+    """Steps to the nearest target of a piece of rank ``own``, for every square (-1: not reached): a
+    breadth-first walk from the targets over empty squares; an occupied square gets its steps but is not
+    walked through. The targets are the hunt's (``_progress_target``), and the unmoved unknown pieces too
+    for an expendable piece or one with nothing else to hunt. False: no target at all."""
+    cdef int queue[MAX_SQ]
+    cdef int head = 0, tail = 0, opp = side ^ 1
+    cdef int k, sq, d, nb
+    cdef bint unmoved = _expendable(own)
+    cdef int total = p.stride * (p.height + 2)
+    for sq in range(total):
+        dist[sq] = -1
+    if not unmoved:
+        unmoved = True
+        for k in range(p.first_id[opp], p.end_id[opp]):
+            if _progress_target(p, opp, own, k, top, False, p_flag, flag_floor):
+                unmoved = False
+                break
+    for k in range(p.first_id[opp], p.end_id[opp]):
+        if _progress_target(p, opp, own, k, top, unmoved, p_flag, flag_floor):
+            dist[p.psq[k]] = 0
+            queue[tail] = p.psq[k]
+            tail += 1
+    if tail == 0:
+        return False
+    while head < tail:
+        sq = queue[head]
+        head += 1
+        if dist[sq] > 0 and p.board[sq] != EMPTY:
+            continue    # reached, not walked through
+        for d in range(4):
+            nb = sq + p.dirs[d]
+            if p.board[nb] == BLOCKED or dist[nb] >= 0:
+                continue
+            dist[nb] = dist[sq] + 1
+            queue[tail] = nb
+            tail += 1
+    return True
+
+
+cdef void _progress_scores(Pos* p, int side, const int* moves, int n, double* out, double force,
+                           int top, const double* p_flag) noexcept nogil:
+    """out[i] += ``force`` times the steps ``moves[i]`` takes its piece nearer to its nearest target
+    (negative when it steps away; the root position's walk, from the move's first and last square);
+    strikes and pieces with no target score nothing here. The unmoved unknown pieces that count are those
+    with at least half the highest P(flag) among them (all of them when none has any)."""
+    cdef short dist[N_RANKS][MAX_SQ]
+    cdef signed char built[N_RANKS]     # 0: not yet, 1: built, -1: no target
+    cdef int i, m, frm, to, a, r, d0, d1, k, opp = side ^ 1
+    cdef double flag_floor = 0.0
+    for k in range(p.first_id[opp], p.end_id[opp]):
+        if p.psq[k] >= 0 and p.prank[k] == R_UNKNOWN and p.pmoves[k] == 0 and p_flag[k] > flag_floor:
+            flag_floor = p_flag[k]
+    flag_floor *= 0.5
+    for r in range(N_RANKS):
+        built[r] = 0
+    for i in range(n):
+        m = moves[i]
+        frm = m & 0xFF
+        to = m >> 8
+        if p.board[to] >= 0:
+            continue
+        a = p.board[frm]
+        r = p.prank[a]
+        if r < R_SPY or r > R_MARSHAL:
+            continue
+        if built[r] == 0:
+            built[r] = 1 if _progress_map(p, side, r, top, p_flag, flag_floor, dist[r]) else -1
+        if built[r] < 0:
+            continue
+        d0 = dist[r][frm]
+        if d0 < 0:
+            continue
+        d1 = dist[r][to]
+        if d1 < 0:
+            d1 = d0 + 1
+        out[i] += force * (d0 - d1)
 
 
 # --- the two-squares chase model (not in the thesis) -----------------------------------------------
@@ -986,6 +1093,8 @@ cdef void _scores(Pos* p, int side, const double* p_flag, const double* p_bomb,
     free(defence)
     if cfg.answer_force != 0.0:
         _answer_scores(p, side, cfg.answer_force, moves, n, out)
+    if cfg.progress_force > 0.0 and lookahead:
+        _progress_scores(p, side, moves, n, out, cfg.progress_force, cfg.progress_top, p_flag)
     p.side = saved_side
 
 
