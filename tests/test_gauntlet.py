@@ -5,7 +5,11 @@ table (engine_ext/lab/gauntlet.py), the ucc-* profiles' $PERSPECTO_UCC2012, and 
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -409,3 +413,36 @@ def test_the_long_game_failure_is_the_tournaments_turn_cap_as_the_referee_plays_
     from engine_ext.lab.gauntlet import LONG_GAME_PLIES
 
     assert LONG_GAME_PLIES == referee_move_limit(1000)
+
+
+def test_a_run_stopped_by_sigterm_stops_its_games_in_play(tmp_path: Path) -> None:
+    """Each game runs in a session of its own, which no signal to the run reaches: ``kill`` (or ``docker stop``)
+    used to end the run and leave its referees playing on, orphans. SIGTERM now stops the run as Ctrl-C does,
+    and the run kills the games in play. A stand-in referee that would play for a minute says where it is."""
+    started = tmp_path / "referee-pids"
+    referee = tmp_path / "stratego"
+    referee.write_text(f"#!/bin/sh\necho $$ >> {started}\nexec sleep 60\n", encoding="utf-8")
+    referee.chmod(0o755)
+    program = tmp_path / "vixen"
+    program.write_text("#!/bin/sh\n", encoding="utf-8")
+    program.chmod(0o755)
+    command = [sys.executable, "-m", "bot.cli", "gauntlet", str(program), "--referee", str(referee), "--games", "4",
+               "--concurrency", "2", "--records", str(tmp_path / "records"), "--config", str(REPO / "config")]
+    run = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(started.read_text().split() if started.exists() else []) < 2:
+            time.sleep(0.05)
+        pids = [int(pid) for pid in started.read_text().split()]
+        assert len(pids) == 2, "the two games in play never started"
+        run.send_signal(signal.SIGTERM)
+        out, _ = run.communicate(timeout=30)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 130, out
+    assert "interrupted" in out
+    time.sleep(0.2)
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # the referee's group was killed with the run

@@ -24,9 +24,14 @@ This module is the command: its arguments and ``main``; the gauntlet itself is b
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from rich.console import Console
@@ -129,6 +134,26 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=main)
 
 
+
+@contextlib.contextmanager
+def terminate_interrupts() -> Iterator[None]:
+    """SIGTERM (``kill``, ``docker stop``, a batch system's end of time) stops the run as Ctrl-C does: the games
+    finished so far reported, the games in play stopped (engine_ext's referee runs them in sessions of their own,
+    which the signal does not reach). Only the main thread may set a handler; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(args: argparse.Namespace) -> int:
     from bot.logging_setup import configure_logging
 
@@ -221,10 +246,11 @@ def main(args: argparse.Namespace) -> int:
     interrupted = False
     paths: list[Path] = []
     try:
-        if plan is not None:
-            play_paired(args, plan, profiles, opponents, records, concurrency, console)
-        else:
-            paths = play_single(args, profiles, opponents, counts, args.profile, records, concurrency, console)
+        with terminate_interrupts():
+            if plan is not None:
+                play_paired(args, plan, profiles, opponents, records, concurrency, console)
+            else:
+                paths = play_single(args, profiles, opponents, counts, args.profile, records, concurrency, console)
     except KeyboardInterrupt:
         interrupted = True
         console.print("[yellow]interrupted: the games finished so far[/yellow]")

@@ -28,6 +28,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -354,6 +355,23 @@ class RefereeGame:
     log_path: Path | None = None
 
 
+# The process groups of the games being played here. Each game runs in a session of its own (so that the end of
+# a game kills all it started), which also means that no signal to the run reaches it: a run that is stopped
+# kills them itself (``stop_live_games``), or they would play on without it.
+_live_groups: set[int] = set()
+_live_lock = threading.Lock()
+
+
+def stop_live_games() -> int:
+    """Kill the process group of every game being played in this process (a run stopped halfway: those games
+    have no result, and nobody waits for them any more); how many there were."""
+    with _live_lock:
+        groups = sorted(_live_groups)
+    for pgid in groups:
+        _kill_group(pgid)
+    return len(groups)
+
+
 def play_referee_game(referee: Path, red: Path, blue: Path, *, names: dict[Side, str], log_path: Path,
                       move_time: float = DEFAULT_MOVE_TIME, max_turns: int = DEFAULT_MAX_TURNS,
                       wall_time: float = 3600.0, game_id: str = "", env: dict[str, str] | None = None) -> RefereeGame:
@@ -375,6 +393,8 @@ def play_referee_game(referee: Path, red: Path, blue: Path, *, names: dict[Side,
                                     start_new_session=True, env=env, cwd=log_path.parent)
         except OSError as exc:
             raise RefereeError(f"cannot run the referee {referee}: {exc.strerror or exc}") from None
+        with _live_lock:
+            _live_groups.add(proc.pid)
         try:
             proc.wait(timeout=wall_time)
         except subprocess.TimeoutExpired:
@@ -382,6 +402,8 @@ def play_referee_game(referee: Path, red: Path, blue: Path, *, names: dict[Side,
         finally:
             _kill_group(proc.pid)  # the player the referee left stopped, and anything either program started
             proc.wait()
+            with _live_lock:
+                _live_groups.discard(proc.pid)
     seconds = time.monotonic() - started
     try:
         result = last_result_line(read_referee_file(out_path, "the referee's output"))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bot.commands.gauntlet_run.opponents import Opponent
-from bot.ucc.referee import play_referee_game
+from bot.ucc.referee import play_referee_game, stop_live_games
 from engine_ext.rules.pieces import Side
 from engine_ext.rules.record import GameRecord
 
@@ -143,6 +143,9 @@ def run_jobs(feed: JobFeed, executor: Executor, in_flight: int) -> None:
     except KeyboardInterrupt:
         for future in pending:
             future.cancel()
+        # The games in play here are in sessions of their own: stopped with the run, not left to play on. A
+        # stopped game has no outcome, so nothing of it is recorded.
+        stop_live_games()
         raise
 
 
