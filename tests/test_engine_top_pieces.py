@@ -160,6 +160,16 @@ def test_a_marshal_beside_a_suspect_steps_away_and_may_take_it() -> None:
     assert exposed_moves(pos, 0, moves, lambda pid: True, lambda pid: True) == [True, False, False]
 
 
+def test_a_trade_with_their_known_marshal_is_never_charged() -> None:
+    """Our marshal's attack on their known marshal leaves neither on the board: no exposure, whatever stands
+    beside their marshal (an early form charged it, and our marshal stopped trading with theirs)."""
+    red = {"A1": Rank.FLAG, "D4": Rank.MARSHAL, "H1": Rank.SCOUT}
+    blue = {"D5": Rank.MARSHAL, "D6": Rank.UNKNOWN, "E5": Rank.UNKNOWN, "C8": Rank.UNKNOWN}
+    pos, _ids = build(red, blue)
+    moves = [code(pos, "D4", "D5"), code(pos, "D4", "E4")]
+    assert exposed_moves(pos, 0, moves, lambda pid: True, lambda pid: True) == [False, True]
+
+
 def test_no_guard_once_their_spy_is_seen() -> None:
     pos, _ids = guard_position()
     assert their_spy_seen(pos, 0)

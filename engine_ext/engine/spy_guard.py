@@ -45,20 +45,32 @@ def exposed_moves(pos: Position, side: int, moves: Sequence[int], marshal_known:
                   may_be_spy: Callable[[int], bool]) -> list[bool]:
     """For each root move (``from | to << 8``): after it, does ``side``'s marshal, known to the opponent,
     stand next to an unseen opponent piece that may be the spy? An attack by the marshal is taken as won
-    (it stands on the target's square; the target itself gone). All False once their spy is seen, when the
+    (it stands on the target's square; the target itself gone), but for one on their known marshal or a known
+    bomb, after which it stands nowhere. All False once their spy is seen, when the
     marshal is not on the board or the opponent does not know it."""
     marshal = our_marshal(pos, side)
     if marshal is None or not marshal_known(marshal) or their_spy_seen(pos, side):
         return [False] * len(moves)
     home = pos.piece(marshal)[0]
     suspects: dict[int, int] = {}  # square -> piece id of every unseen opponent piece that may be the spy
+    known: dict[int, int] = {}  # square -> rank of every opponent piece we have seen
     for pid in range(pos.piece_count):
         sq, owner, rank, _moved = pos.piece(pid)
-        if sq >= 0 and owner != side and rank == Rank.UNKNOWN and may_be_spy(pid):
-            suspects[sq] = pid
+        if sq < 0 or owner == side:
+            continue
+        if rank == Rank.UNKNOWN:
+            if may_be_spy(pid):
+                suspects[sq] = pid
+        else:
+            known[sq] = rank
     out = []
     for move in moves:
         frm, to = move & 0xFF, move >> 8
+        if frm == home and to in known and known[to] in (Rank.MARSHAL, Rank.BOMB):
+            # A trade with their known marshal, or a known bomb: our marshal does not stand anywhere afterwards
+            # (an early form charged these too, and our marshal stopped trading with theirs).
+            out.append(False)
+            continue
         where = to if frm == home else home
         # An attacked suspect is no longer unseen whatever the fight's outcome: the fight shows its rank
         # (and our marshal's own attack on it wins, the spy losing every defence).
