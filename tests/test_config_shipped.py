@@ -121,3 +121,23 @@ def test_the_default_profile_plays_with_the_built_in_perspecto_settings(monkeypa
     assert isinstance(engine, EngineMove)
     settings = engine.engine.settings
     assert settings.model_dump(exclude={"seed"}) == BUILTIN_ENGINE_SETTINGS["perspecto"].model_dump(exclude={"seed"})
+
+
+def test_the_issue45_trial_profile_is_the_built_in_perspecto_with_its_four_capabilities(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 45's settings are on trial: off in the built-in profile, on in the trial profile the lab plays by name
+    (``perspecto gauntlet --profile issue45-trial --baseline perspecto``), which no opponent is matched to."""
+    for var in [v for v in os.environ if v.upper().startswith("PERSPECTO_")]:
+        monkeypatch.delenv(var)
+    _settings, profiles = load_configuration(SHIPPED)
+    trial = profiles.profiles["issue45-trial"]
+    assert trial.match == []
+    engine = trial.create_engine(seed=1)
+    assert isinstance(engine, EngineMove)
+    on = {"top_piece_rank": 9, "spy_guard": True, "answer_force": 8.0, "flag_defence_force": 128.0,
+          "ahead_trade_bias": 0.1, "progress_force": 8.0}
+    built_in = BUILTIN_ENGINE_SETTINGS["perspecto"].model_dump(exclude={"seed"})
+    assert {key: built_in[key] for key in on} == {"top_piece_rank": 0, "spy_guard": False, "answer_force": 0.0,
+                                                  "flag_defence_force": 0.0, "ahead_trade_bias": 0.0,
+                                                  "progress_force": 0.0}
+    assert engine.engine.settings.model_dump(exclude={"seed"}) == {**built_in, **on}

@@ -100,10 +100,12 @@ def test_blue_answers_in_its_own_half() -> None:
     assert on[(4, 7)] - off[(4, 7)] == pytest.approx(FORCE)
 
 
-def test_the_profile_sets_it() -> None:
-    assert builtin_settings("perspecto").answer_force == FORCE
-    assert strategic_params(builtin_settings("perspecto"), 20).answer_force == FORCE
+def test_the_trial_profile_sets_it() -> None:
+    # On trial (config/profiles/issue45-trial.toml), off in the built-in profiles until the paired verdict.
+    assert builtin_settings("perspecto").answer_force == 0.0
     assert builtin_settings("pemm").answer_force == 0.0
+    trial = builtin_settings("perspecto").model_copy(update={"answer_force": FORCE})
+    assert strategic_params(trial, 20).answer_force == FORCE
 
 
 @settings(max_examples=60, deadline=None)

@@ -477,20 +477,11 @@ _MINER_PULL: dict[str, Any] = dict(miner_pull=0.15)
 # hunt the known movers. Against `pemm` 46/6/48 became 66/9/25 over 100 games (docs/engine.md, Raids).
 _RAID_DEFENCE: dict[str, Any] = dict(raider_radius=3, home_guard=64.0, miner_guard=64.0, hunt_movers=5,
                                      endgame_miner_pull=1.0)
-# Not in the thesis (issue 45): the flag defence by distance. An opponent piece that may raid our flag and
-# would reach the square before our bomb or flag no later than one step after our nearest piece that stops it
-# gets that piece sent there, at twice the home guards' force (not measured yet: docs/strategic.md, departure 13).
-_FLAG_BLOCKERS: dict[str, Any] = dict(flag_defence_force=128.0)
 # Not in the thesis: the two-squares chase model (issue 24, docs/two-squares.md) in the strategic search at a
 # quarter of a piece's discounted value. Against the same profile without it, 30 000 nodes a move:
 # 112 / 18 / 68 over 198 games, +78.5 Elo [+34.0, +125.7], SPRT(0, 25) accepted; pointless chases of a known
 # weaker piece 609 -> 192, chases ending in a capture 81 -> 102, flags lost 93 -> 48 in the same games.
 _CHASE_MODEL: dict[str, Any] = dict(chase_weight=0.25)
-# Not in the thesis (issue 45): every known enemy high piece in our half gets an answer, the nearest piece of
-# ours that beats or trades with it, pulled towards it, and our pieces in its way step back towards that
-# answer (docs/engine.md, *The answer*). The force: a step of the answer outweighs the random term (2) and
-# Appendix 1's pulls (a few points), not a piece (a captain is worth more than twice it).
-_ANSWER: dict[str, Any] = dict(answer_force=8.0)
 # Not in the thesis: beliefs (issue 22, docs/engine.md "Beliefs"): attacks priced from each unknown piece's
 # rank distribution (human setups, its moves, the opponent's past setups) instead of the uniform pools.
 # Against the same profile without them, 30 000 nodes a move, on people's setups held out from the prior
@@ -498,14 +489,6 @@ _ANSWER: dict[str, Any] = dict(answer_force=8.0)
 # generator's setups (no scouts or miners in the front row, unlike people's) the SPRT accepted H0 after 568
 # games, -11.0 [-38.4, +16.2]: the prior expects people; the per-opponent setups correct it game by game.
 _BELIEFS: dict[str, Any] = dict(beliefs=True)
-# Not in the thesis (issue 45): the marshal and general take only pieces that have moved or whose rank they
-# know while the opponent has unseen bombs, and the marshal, once known, does not end a move next to a piece
-# that may be their spy (docs/engine.md, *The top pieces*; the measurement in docs/lab.md's journal).
-_TOP_PIECES: dict[str, Any] = dict(top_piece_rank=9, spy_guard=True)
-# Not in the thesis (issue 45, docs/engine.md "A won endgame"): when we are ahead, an even trade scores for us
-# (our ranks a tenth below theirs), and after 20 plies without a capture every step towards a target scores 8
-# (a step away 8 less), so that a won endgame ends instead of shuffling to the referee's cap.
-_WON_ENDGAME: dict[str, Any] = dict(ahead_trade_bias=0.1, progress_force=8.0)
 # Perspecto searches on every core it may use: its full variable depth then stays within a second on
 # a busy two-core machine (bench/engine). The root moves are shared; values do not depend on it.
 _EVERY_CORE: dict[str, Any] = dict(threads=0)
@@ -516,8 +499,8 @@ BUILTIN_ENGINE_SETTINGS: dict[str, EngineSettings] = {
     "expectiminimax": EngineSettings(engine="expectiminimax", failed_attack_passive=False,
                                      **_SECTION_8),
     "pemm": EngineSettings(engine="pemm", **{**_SECTION_8, **_PEMM_RULES}),
-    "perspecto": EngineSettings(**_FLAG_DEFENCE, **_MINER_PULL, **_RAID_DEFENCE, **_FLAG_BLOCKERS, **_CHASE_MODEL,
-                                **_BELIEFS, **_ANSWER, **_TOP_PIECES, **_WON_ENDGAME, **_EVERY_CORE),
+    "perspecto": EngineSettings(**_FLAG_DEFENCE, **_MINER_PULL, **_RAID_DEFENCE, **_CHASE_MODEL, **_BELIEFS,
+                                **_EVERY_CORE),
 }
 
 
