@@ -5,8 +5,6 @@ that may be their spy (engine_ext/engine/spy_guard.py)."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from engine_ext.engine.facade import initial_counts
@@ -14,11 +12,10 @@ from engine_ext.engine.reference_search import Reference, best_index
 from engine_ext.engine.search import SearchRunner
 from engine_ext.engine.settings import SearchParams, builtin_settings, search_params
 from engine_ext.engine.spy_guard import exposed_moves, spy_guard_charges, their_spy_seen
-from engine_ext.research.selfplay import semi_random_game
 from engine_ext.rules.core import Position
-from engine_ext.rules.game import Game, RulesOptions
 from engine_ext.rules.pieces import Rank
-from engine_ext.rules.rulesets import MINI, Square
+from engine_ext.rules.rulesets import Square
+from tests.test_engine_beliefs_search import mini_view
 from tests.test_engine_knowledge import build
 
 N_RANKS = 13
@@ -91,16 +88,6 @@ def test_lower_pieces_and_the_rank_bound() -> None:
     marshal = code(pos, "H3", "H4")
     assert marshal_only.root_outcomes(general)[0][0] > 0.0
     assert marshal_only.root_outcomes(marshal)[0] == (0.0, 1.0, 0.0, 0.0)
-
-
-def mini_view(seed: int, plies: int) -> Game:
-    game = semi_random_game(RulesOptions(ruleset=MINI), seed)
-    rng = random.Random(seed)
-    for _ in range(plies):
-        if game.result is not None:
-            break
-        game.play(rng.choice(game.referee.legal_moves()))
-    return game.view(game.referee.side_to_move)
 
 
 @pytest.mark.parametrize("seed", [3, 5, 8])

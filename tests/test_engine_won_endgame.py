@@ -31,6 +31,7 @@ from engine_ext.rules.game import Game, RulesOptions
 from engine_ext.rules.notation import Move
 from engine_ext.rules.pieces import Rank, Side
 from engine_ext.rules.rulesets import CLASSIC, Square
+from tests.test_engine_evaluation import build, counts
 from tests.test_engine_search import params_for
 from tests.test_strategic import _view
 
@@ -39,24 +40,6 @@ F, B, SPY, SC, MI, SG, CA, MJ, CO, GE, MA, U = (
     Rank.FLAG, Rank.BOMB, Rank.SPY, Rank.SCOUT, Rank.MINER, Rank.SERGEANT, Rank.CAPTAIN, Rank.MAJOR, Rank.COLONEL,
     Rank.GENERAL, Rank.MARSHAL, Rank.UNKNOWN)
 START = (F, B, B, SC, MI, SG, MJ, CO, GE, MA)
-
-
-def counts(ranks: tuple[Rank, ...]) -> list[int]:
-    out = [0] * 13
-    for r in ranks:
-        out[int(r)] += 1
-    return out
-
-
-def build(red: dict[str, Rank], blue: dict[str, Rank]) -> tuple[Position, dict[str, int]]:
-    pieces: list[tuple[int, int, int, int]] = []
-    ids: dict[str, int] = {}
-    for owner, placement in ((0, red), (1, blue)):
-        for name, rank in placement.items():
-            sq = Square.parse(name)
-            ids[name] = len(pieces)
-            pieces.append((sq.col, sq.row, owner, int(rank)))
-    return Position(8, 8, [], pieces, 0), ids
 
 
 def test_the_margin_is_one_number() -> None:
@@ -72,7 +55,7 @@ AHEAD_BLUE = {"A8": F, "B8": B, "C7": MJ, "D7": SG}           # a major and a se
 def test_an_even_trade_scores_for_us_when_ahead() -> None:
     pos, _ = build(AHEAD_RED, AHEAD_BLUE)
     # Blue started with what it has (its pool is then empty: no unseen piece of it is counted alive).
-    initial = counts(tuple(AHEAD_BLUE.values()))
+    initial = counts(list(AHEAD_BLUE.values()))
     plain = ValuesView(pos, 0, initial, BASE, SPECIAL)
     biased = ValuesView(pos, 0, initial, BASE, SPECIAL, ahead_trade_bias=0.1)
     assert biased.ahead() and plain.ahead()
@@ -96,7 +79,7 @@ def test_the_bias_starts_from_the_lower_of_the_notched_values() -> None:
     red = {"A1": F, "B1": B, "C2": MA, "D2": CO, "E2": MJ}
     blue = {"A8": F, "B8": B, "C7": MJ, "D7": SG, "E7": SC, "F7": SC, "G7": SC}
     pos, _ = build(red, blue)
-    start = counts((F, B, MJ, SG, SC, SC, SC, MA, CO, GE))
+    start = counts([F, B, MJ, SG, SC, SC, SC, MA, CO, GE])
     # Shown captures are not in a bare Position: tell the view which of blue's ranks are gone by marking
     # nothing unseen (every blue piece is on the board and known), so blue's pool is GE, CO, MA, alive.
     plain = ValuesView(pos, 0, start, BASE, SPECIAL)
@@ -109,14 +92,14 @@ def test_no_bias_when_not_ahead() -> None:
     red = {"A1": F, "B1": B, "C2": MJ, "D2": SG}
     blue = {"A8": F, "B8": B, "C7": MJ, "D7": SG}
     pos, _ = build(red, blue)
-    plain = ValuesView(pos, 0, counts(tuple(blue.values())), BASE, SPECIAL)
-    biased = ValuesView(pos, 0, counts(tuple(blue.values())), BASE, SPECIAL, ahead_trade_bias=0.1)
+    plain = ValuesView(pos, 0, counts(list(blue.values())), BASE, SPECIAL)
+    biased = ValuesView(pos, 0, counts(list(blue.values())), BASE, SPECIAL, ahead_trade_bias=0.1)
     assert not biased.ahead()
     for rank in range(13):
         assert biased.piece(0, rank) == plain.piece(0, rank)
     assert biased.piece(1, int(MJ)) - biased.piece(0, int(MJ)) == 0   # an even trade is even
     # Behind: the other side (seen from blue) is not biased either.
-    behind = ValuesView(build(AHEAD_RED, AHEAD_BLUE)[0], 1, counts(tuple(AHEAD_BLUE.values())), BASE, SPECIAL,
+    behind = ValuesView(build(AHEAD_RED, AHEAD_BLUE)[0], 1, counts(list(AHEAD_BLUE.values())), BASE, SPECIAL,
                         ahead_trade_bias=0.1)
     assert not behind.ahead()
     assert behind.piece(1, int(MJ)) - behind.piece(0, int(MJ)) == 0   # the side behind keeps even trades even
@@ -140,7 +123,7 @@ def ahead_view() -> Game:
     return game
 
 
-BLUE_START = counts((F, B, SC, MI, SG, MJ))   # blue started with what it has: its pool holds no phantom army
+BLUE_START = counts([F, B, SC, MI, SG, MJ])   # blue started with what it has: its pool holds no phantom army
 
 
 @pytest.mark.parametrize("bias", [0.0, 0.1, 0.3])
