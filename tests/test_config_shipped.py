@@ -141,3 +141,20 @@ def test_the_issue45_trial_profile_is_the_built_in_perspecto_with_its_four_capab
                                                   "flag_defence_force": 0.0, "ahead_trade_bias": 0.0,
                                                   "progress_force": 0.0}
     assert engine.engine.settings.model_dump(exclude={"seed"}) == {**built_in, **on}
+
+
+def test_the_issue47_trial_profile_is_the_built_in_perspecto_with_its_depth_from_the_clock(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 47's search settings are on trial: off in the built-in profile, on in the trial profile the lab
+    plays by name (``perspecto gauntlet --profile issue47-trial --baseline perspecto``)."""
+    for var in [v for v in os.environ if v.upper().startswith("PERSPECTO_")]:
+        monkeypatch.delenv(var)
+    _settings, profiles = load_configuration(SHIPPED)
+    trial = profiles.profiles["issue47-trial"]
+    assert trial.match == []
+    engine = trial.create_engine(seed=1)
+    assert isinstance(engine, EngineMove)
+    on = {"max_depth": 24, "flee": True, "partial_share": 0.25}
+    built_in = BUILTIN_ENGINE_SETTINGS["perspecto"].model_dump(exclude={"seed"})
+    assert {key: built_in[key] for key in on} == {"max_depth": 9, "flee": False, "partial_share": 0.0}
+    assert engine.engine.settings.model_dump(exclude={"seed"}) == {**built_in, **on}

@@ -138,9 +138,10 @@ def test_the_abort_deadline_given_to_the_search_keeps_the_reserve(monkeypatch: p
         def __getattr__(self, name: str) -> Any:
             return getattr(self._runner, name)
 
-        def run(self, moves: list[int], soft: float, abort: float, nodes: int | None = None) -> dict[str, Any]:
+        def run(self, moves: list[int], soft: float, abort: float, nodes: int | None = None,
+                **options: Any) -> dict[str, Any]:
             aborts.append((soft, abort))
-            return self._runner.run(moves, soft, abort, nodes)
+            return self._runner.run(moves, soft, abort, nodes, **options)
 
     view = classic_midgame()
     monkeypatch.setattr(facade, "SearchRunner", Recording)

@@ -69,7 +69,11 @@ CASES = [
     ("expectiminimax", 3, {"failed_attack_passive": True, "psychology": True}),
     ("perspecto", 5, {"flag_area": 1, "own_flag_value": 1000.0}),
     ("perspecto", 5, {"flag_area": 2, "local_radius": 1}),
+    ("perspecto", 5, {"flee": True, "full_plies": 2, "en_prise_plies": 2, "last_piece_plies": 3}),
 ]
+
+# A shape whose restricted plies (3 to 5) a tiny position reaches in the plain reference's time.
+SHORT_SHAPE = {"full_plies": 2, "en_prise_plies": 2, "last_piece_plies": 3}
 
 
 @pytest.mark.parametrize(("profile", "depth", "changes"), CASES)
@@ -90,6 +94,21 @@ def test_matches_reference_with_psychology_and_history(line_approach: bool) -> N
     # A longer game: pieces shown, pieces that came towards shown ones, fears in play.
     view = mini_view(11, plies=40)
     compare(view, params_for("perspecto", line_approach=line_approach), 5)
+
+
+@pytest.mark.parametrize(("seed", "plies"), [(4, None), (11, 40), (15, 40)])
+def test_the_flight_matches_reference(seed: int, plies: int | None) -> None:
+    # Positions where a threatened piece's flight is searched: more nodes than without it, and the
+    # compiled search still equal to the reference (values, nodes, move).
+    view = mini_view(seed, plies)
+    counts = []
+    for flee in (False, True):
+        runner = SearchRunner(view.position, int(view.side_to_move), initial_counts(view),
+                              params_for("perspecto", flee=flee, **SHORT_SHAPE))
+        runner.search_depth(view.legal_codes(), 5)
+        counts.append(runner.nodes)
+    assert counts[1] > counts[0], "no flight was searched: the test position lost its threat"
+    compare(view, params_for("perspecto", flee=True, **SHORT_SHAPE), 5)
 
 
 def sparse_classic_view() -> Game:

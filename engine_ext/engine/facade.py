@@ -65,6 +65,29 @@ def answer_reserve(start: float, hard_deadline: float) -> float:
     return max(_ANSWER_MARGIN, _ANSWER_RESERVE_SHARE * (hard_deadline - start))
 
 
+def rank_root_moves(values: list[float], bonus: list[float], deeper: list[float | None] | None
+                    ) -> tuple[list[float], list[float], list[int], int]:
+    """The root moves ranked: each one's value (over the passive move) plus its ``bonus`` (the strategic
+    score), best first, ties by index. ``deeper``: what an iteration the clock cut had finished (a value, or
+    None). When it finished the best move of the complete iteration (the first it searched), the moves it
+    finished are ranked at its depth, ahead of the rest, as Stockfish keeps a cut iteration's best: those
+    others were below that move a ply shallower. Returns the values, the totals and the order used, and how
+    many moves the cut iteration decided (0: it was not used)."""
+    values = list(values)
+    totals = [v + b for v, b in zip(values, bonus, strict=True)]
+    order = sorted(range(len(values)), key=lambda i: (-totals[i], i))
+    if deeper is None or not order or deeper[order[0]] is None:
+        return values, totals, order, 0
+    finished = []
+    for i, value in enumerate(deeper):
+        if value is not None:
+            values[i] = value
+            totals[i] = value + bonus[i]
+            finished.append(i)
+    rest = [i for i in order if deeper[i] is None]
+    return values, totals, sorted(finished, key=lambda i: (-totals[i], i)) + rest, len(finished)
+
+
 @dataclass(frozen=True)
 class EngineChoice:
     move: Move
@@ -308,6 +331,10 @@ class Engine:
         soft = start + max(0.0, soft_deadline - start) * settings.time_use
         abort = max(start, hard_deadline - answer_reserve(start, hard_deadline))
         soft = min(soft, abort)
+        weight = params.strategic_weight
+        guard = self._spy_guard(position, me, legal, runner)
+        # What the search does not see of a move, for the order of its iterations: the best move overall first.
+        bonus = [weight * s + g for s, g in zip(strategic, guard, strict=True)]
         done = threading.Event()
         watcher = None
         if stop is not None:
@@ -317,21 +344,23 @@ class Engine:
                                        name="perspecto-stop-watch", daemon=True)
             watcher.start()
         try:
-            result = runner.run(legal, soft, abort, nodes)
+            result = runner.run(legal, soft, abort, nodes, bonus=bonus, partial_share=settings.partial_share)
         finally:
             done.set()
             if watcher is not None:
                 watcher.join()
         values: list[float] = result["values"] or [0.0] * len(legal)
-        weight = params.strategic_weight
-        totals = [v + weight * s for v, s in zip(values, strategic, strict=True)]
-        guard = self._spy_guard(position, me, legal, runner)
-        if any(guard):
-            totals = [t + g for t, g in zip(totals, guard, strict=True)]
-        order = sorted(range(len(legal)), key=lambda i: (-totals[i], i))
+        cut = result["partial"] if result["depth"] else None
+        values, totals, order, finished = rank_root_moves(values, bonus, cut["values"] if cut else None)
+        partial_note = ""
+        if finished and cut is not None:
+            result = {**result, "depth": cut["depth"]}
+            partial_note = f" ({finished} of {len(legal)} moves; the others to ply {cut['depth'] - 1})"
         best = order[0]
         elapsed = time.monotonic() - start
         reasons = self._reasons(game, runner, legal, result, values, strategic, totals, order, elapsed)
+        if partial_note:
+            reasons[0] = reasons[0].replace(f"to ply {result['depth']} ", f"to ply {result['depth']}{partial_note} ", 1)
         if any(guard):
             kept = sum(1 for g in guard if g == 0.0)
             reasons.insert(1, f"spy guard: {len(legal) - kept} moves leave our marshal next to a possible spy "

@@ -641,6 +641,8 @@ class Reference:
             scout = b.rank[pid] == SCOUT and p.scout_runs
             if local and not scout and sq not in self.near:
                 continue
+            # The quiescence's flight: past the en-prise ply a threatened piece may step to safety.
+            flee = p.flee and not every and ply > p.en_prise_plies and self._threatened(side, pid)
             for step in (b.stride, -b.stride, -1, 1):
                 to = sq + step
                 while True:
@@ -651,7 +653,8 @@ class Reference:
                         break
                     if not local or sq in self.area or to in self.area:
                         keep = (every or occ >= 0 or (ply <= p.last_piece_plies and pid == last)
-                                or (ply <= p.en_prise_plies and self._into_reach(side, b.rank[pid], to)))
+                                or (ply <= p.en_prise_plies and self._into_reach(side, b.rank[pid], to))
+                                or (flee and not self._into_reach(side, b.rank[pid], to)))
                         move = sq | (to << 8)
                         if keep and not (p.two_squares > 0 and b.breaks_two_squares(move, p.two_squares)):
                             (attacks if occ >= 0 else quiet).append(move)
@@ -665,6 +668,20 @@ class Reference:
         if side == self.me:
             return attacks + passive + quiet
         return passive + attacks + quiet
+
+    def _threatened(self, side: int, pid: int) -> bool:
+        # A piece of known rank next to a known enemy piece that wins attacking it.
+        b = self.b
+        rank = b.rank[pid]
+        if rank == UNKNOWN:
+            return False
+        for step in (b.stride, -b.stride, -1, 1):
+            nb = b.board[b.square[pid] + step]
+            if nb < 0 or b.owner[nb] == side or b.rank[nb] in (BOMB, FLAG, UNKNOWN):
+                continue
+            if combat(Rank(b.rank[nb]), Rank(rank)) == ATTACKER_WINS:
+                return True
+        return False
 
     def _into_reach(self, side: int, rank: int, to: int) -> bool:
         # An opponent piece next to ``to`` that may take a piece of ``rank`` there.

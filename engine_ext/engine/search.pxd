@@ -41,6 +41,7 @@ ctypedef struct SearchConfig:
     double strategic_weight
     int depth_step              # iterative deepening's step beyond the full plies
     int scout_runs              # known scouts make range moves below the root (else one step)
+    int flee                    # restricted plies: a threatened piece may step to a safe square
 
 ctypedef struct Search:
     Pos pos

@@ -246,7 +246,48 @@ cdef inline void shift_or(const uint64_t* a, int k, uint64_t* out) noexcept nogi
 
 
 cdef enum:
-    MAX_QUIET = 64              # plain moves of one piece (a scout's runs on a 12x12 board: 22)
+    MAX_QUIET = 64              # plain moves at a restricted ply: the last piece's (a scout's runs on a
+                                # 12x12 board: 22) and the flights (at most 3 a threatened piece)
+
+
+cdef inline bint threatened(Pos* p, int side, int pid) noexcept nogil:
+    """A piece of known rank stands next to a known enemy piece that wins attacking it: the threat a
+    quiescence search lets the piece flee (Schadd and Winands 2009)."""
+    cdef int rank = p.prank[pid]
+    cdef int sq = p.psq[pid]
+    cdef int d, nb, r
+    if rank == R_UNKNOWN:
+        return False
+    for d in range(4):
+        nb = p.board[sq + p.dirs[d]]
+        if nb >= 0 and p.powner[nb] != side:
+            r = p.prank[nb]
+            if r != R_UNKNOWN and r != R_BOMB and r != R_FLAG and COMBAT[r][rank] == ATTACKER_WINS:
+                return True
+    return False
+
+
+cdef int plain_moves(Search* S, int pid, bint safe_only, int* buf, int quiet) noexcept nogil:
+    """Append ``pid``'s plain moves that touch the area (a running scout's every square) to ``buf``
+    from ``quiet`` on; ``safe_only``: only to squares where no enemy piece may take it (a flight)."""
+    cdef Pos* p = &S.pos
+    cdef bint local = S.cfg.local_radius >= 0
+    cdef int f = p.psq[pid]
+    cdef int d, step, t, move
+    for d in range(4):
+        step = p.dirs[d]
+        t = f + step
+        while p.board[t] == EMPTY:
+            move = f | (t << 8)
+            if (not local or S.area[f] or S.area[t]) and quiet < MAX_QUIET \
+                    and not (safe_only and into_reach(p, p.powner[pid], p.prank[pid], t)) \
+                    and not repeats(p, move, S.cfg.two_squares):
+                buf[quiet] = move
+                quiet += 1
+            if p.prank[pid] != R_SCOUT or not S.cfg.scout_runs:
+                break
+            t += step
+    return quiet
 
 
 cdef int gen_restricted(Search* S, int* out, int last) noexcept nogil:
@@ -325,21 +366,16 @@ cdef int gen_restricted(Search* S, int* out, int last) noexcept nogil:
             j -= 1
         order[j] = key
         caps[j] = move
-    # The last moved piece's plain moves.
-    if last >= 0 and p.psq[last] >= 0:
-        f = p.psq[last]
-        for d in range(4):
-            step = p.dirs[d]
-            t = f + step
-            while p.board[t] == EMPTY:
-                move = f | (t << 8)
-                if (not local or S.area[f] or S.area[t]) and quiet < MAX_QUIET \
-                        and not repeats(p, move, S.cfg.two_squares):
-                    quiet_buf[quiet] = move
-                    quiet += 1
-                if p.prank[last] != R_SCOUT or not S.cfg.scout_runs:
-                    break
-                t += step
+    # The plain moves: the last moved piece's, and with ``flee`` those of every threatened piece to a
+    # square where nothing may take it, by piece id (the reference's order). A piece that is no
+    # candidate has no move that touches the area.
+    if S.cfg.flee:
+        for i in range(S.n_cand[side]):
+            pid = S.cand[side][i]
+            if p.psq[pid] >= 0 and (pid == last or threatened(p, side, pid)):
+                quiet = plain_moves(S, pid, pid != last, quiet_buf, quiet)
+    elif last >= 0 and p.psq[last] >= 0:
+        quiet = plain_moves(S, last, False, quiet_buf, quiet)
     j = 0
     if local and not ours:
         out[j] = NULL_MOVE
@@ -948,20 +984,30 @@ cdef double root_value(Search* S, int move) noexcept nogil:
     return em_move(S, 1, move, 0.0, False, 0.0)
 
 
-cdef void search_root_moves(Search* S, const int* moves, int n, double* diffs, int* next_move,
-                            double global_passive) noexcept nogil:
-    """One worker's share of an iteration: take the next root move until none is left, and store
-    value(move) - value(passive move), the passive move searched over the same area (the comparison
-    search of 7.4; in a global search the passive move is the same for every move)."""
-    cdef int i
+ctypedef struct Root:
+    # The root moves of one run and the running iteration's results (allocated by SearchRunner).
+    const int* moves
+    int n
+    int* order                  # the search order: the last iteration's best first
+    const double* bonus         # added to a move's value for that order (the strategic score); may be NULL
+    double* work                # the running iteration's values over the passive move
+    unsigned char* done         # ... and which of them are finished
+
+
+cdef void search_root_moves(Search* S, Root* R, int* next_move, double global_passive) noexcept nogil:
+    """One worker's share of an iteration: take the next root move in ``R.order`` until none is left,
+    and store value(move) - value(passive move), the passive move searched over the same area (the
+    comparison search of 7.4; in a global search the passive move is the same for every move)."""
+    cdef int i, k
     cdef double v, passive
     while True:
-        i = fetch_add(next_move, 1)
-        if i >= n or load_flag(S.abort_flag):
+        k = fetch_add(next_move, 1)
+        if k >= R.n or load_flag(S.abort_flag):
             return
+        i = R.order[k]
         if S.cfg.local_radius >= 0:
-            set_area(S, moves[i])
-        v = root_value(S, moves[i])
+            set_area(S, R.moves[i])
+        v = root_value(S, R.moves[i])
         if S.aborted:
             return
         if S.cfg.local_radius >= 0:
@@ -970,16 +1016,20 @@ cdef void search_root_moves(Search* S, const int* moves, int n, double* diffs, i
                 return
         else:
             passive = global_passive
-        diffs[i] = v - passive
+        R.work[i] = v - passive
+        R.done[i] = 1
 
 
-cdef bint run_iteration(Search** W, int workers, const int* moves, int n, double* diffs) noexcept nogil:
+cdef bint run_iteration(Search** W, int workers, Root* R) noexcept nogil:
     """One full pass over the root moves at depth ``W[0].depth``, shared among the workers (the
-    root moves' values are independent of each other, so the split changes nothing)."""
-    cdef int t
+    root moves' values are independent of each other and of their order, so neither the split nor
+    the order changes a value or a node count)."""
+    cdef int t, i
     cdef int next_move = 0
     cdef double global_passive = 0.0
     store_flag(W[0].abort_flag, 0)
+    for i in range(R.n):
+        R.done[i] = 0
     for t in range(workers):
         W[t].depth = W[0].depth
         W[t].aborted = 0
@@ -990,14 +1040,31 @@ cdef bint run_iteration(Search** W, int workers, const int* moves, int n, double
         if W[0].aborted:
             return False
     if workers <= 1:
-        search_root_moves(W[0], moves, n, diffs, &next_move, global_passive)
+        search_root_moves(W[0], R, &next_move, global_passive)
     else:
         for t in prange(workers, num_threads=workers, schedule="static", chunksize=1):
-            search_root_moves(W[t], moves, n, diffs, &next_move, global_passive)
+            search_root_moves(W[t], R, &next_move, global_passive)
     for t in range(workers):
         if W[t].aborted:
             return False
-    return next_move >= n
+    return next_move >= R.n
+
+
+cdef void order_root(Root* R, const double* diffs) noexcept nogil:
+    """``R.order`` by value plus bonus, the highest first, ties by index: the next iteration searches
+    the last one's best first, so a cut iteration has searched the moves that matter."""
+    cdef int i, j, idx
+    cdef double key
+    for i in range(R.n):
+        R.order[i] = i
+    for i in range(1, R.n):
+        idx = R.order[i]
+        key = diffs[idx] + (R.bonus[idx] if R.bonus != NULL else 0.0)
+        j = i
+        while j > 0 and diffs[R.order[j - 1]] + (R.bonus[R.order[j - 1]] if R.bonus != NULL else 0.0) < key:
+            R.order[j] = R.order[j - 1]
+            j -= 1
+        R.order[j] = idx
 
 
 cdef long long total_nodes(Search** W, int workers) noexcept nogil:
@@ -1014,22 +1081,29 @@ cdef enum:
     END_NODES = 2               # the node budget's forecast, or an iteration that passed the budget
 
 
-cdef int iterate(Search** W, int workers, const int* moves, int n, double soft_deadline, long long node_limit,
-                 double* diffs, double* times, long long* nodes, int* ended) noexcept nogil:
+cdef int iterate(Search** W, int workers, Root* R, double soft_deadline, double partial_share,
+                 long long node_limit, double* diffs, double* times, long long* nodes, int* ended,
+                 int* cut_depth) noexcept nogil:
     """Iterative deepening: depth 1, 2, ... while the next iteration is expected to end by the soft
     deadline and, with a node budget (``node_limit`` < LLONG_MAX, the total node count it must not
     pass), within the budget; an iteration cut off by the abort deadline, the stop flag or the budget
     is thrown away. Both forecasts take the next iteration's cost as the last one's times the growth
     from the one before it (at least 1.5). Returns the depth of the last complete iteration (0: none)
-    and sets ``ended`` to what ended the deepening."""
-    cdef double* work = <double*>malloc(n * sizeof(double))
+    and sets ``ended`` to what ended the deepening.
+
+    ``partial_share`` > 0: before the soft deadline, an iteration also starts when that share of it is
+    forecast to end by the abort deadline; when the clock or the stop flag cuts an iteration, its
+    finished moves stay in ``R.work`` / ``R.done`` and ``cut_depth`` is its depth (else 0). Each
+    iteration searches the last one's best moves first (``order_root``), so those are the ones done."""
     cdef int depth, i, t, completed = 0
     cdef double t0, t1, last = 0.0, growth = 8.0, node_growth = 8.0
     cdef long long before, done, last_nodes = 0
+    cdef bint fits
     ended[0] = END_DEPTH
-    if work == NULL:
-        ended[0] = END_TIME
-        return 0
+    cut_depth[0] = 0
+    for i in range(R.n):
+        diffs[i] = 0.0
+    order_root(R, diffs)
     depth = 0
     while depth < W[0].cfg.max_depth:
         # One ply at a time up to the first restricted ply, then ``depth_step`` plies at a time
@@ -1039,7 +1113,10 @@ cdef int iterate(Search** W, int workers, const int* moves, int n, double soft_d
         else:
             depth = min(depth + W[0].cfg.depth_step, W[0].cfg.max_depth)
         t0 = monotonic()
-        if completed > 0 and t0 + last * growth > soft_deadline:
+        fits = t0 + last * growth <= soft_deadline
+        if not fits and partial_share > 0.0 and node_limit == LLONG_MAX:
+            fits = t0 < soft_deadline and t0 + last * growth * partial_share <= W[0].abort_deadline
+        if completed > 0 and not fits:
             ended[0] = END_TIME
             break
         before = total_nodes(W, workers)
@@ -1047,11 +1124,13 @@ cdef int iterate(Search** W, int workers, const int* moves, int n, double soft_d
             ended[0] = END_NODES
             break
         W[0].depth = depth
-        if not run_iteration(W, workers, moves, n, work):
+        if not run_iteration(W, workers, R):
             ended[0] = END_TIME
             for t in range(workers):
                 if W[t].aborted == ABORT_NODES:
                     ended[0] = END_NODES
+            if ended[0] == END_TIME and partial_share > 0.0 and completed > 0:
+                cut_depth[0] = depth
             break
         done = total_nodes(W, workers)
         if done > node_limit:
@@ -1059,8 +1138,9 @@ cdef int iterate(Search** W, int workers, const int* moves, int n, double soft_d
             ended[0] = END_NODES
             break
         t1 = monotonic()
-        for i in range(n):
-            diffs[i] = work[i]
+        for i in range(R.n):
+            diffs[i] = R.work[i]
+        order_root(R, diffs)
         completed = depth
         times[depth] = t1 - t0
         nodes[depth] = done
@@ -1076,7 +1156,6 @@ cdef int iterate(Search** W, int workers, const int* moves, int n, double soft_d
         last_nodes = done - before
         if depth >= W[0].cfg.max_depth:
             break
-    free(work)
     return completed
 
 
@@ -1119,6 +1198,7 @@ cdef int fill_search(Search* S, Position pos, int me, object initial, object par
     S.cfg.strategic_weight = params.strategic_weight
     S.cfg.depth_step = params.depth_step
     S.cfg.scout_runs = params.scout_runs
+    S.cfg.flee = params.flee
     return 0
 
 
@@ -1324,25 +1404,55 @@ cdef class SearchRunner:
             free(buf)
             free(out)
 
-    cdef int _load(self, object moves, int** buf, double** diffs) except -1:
+    cdef int _load(self, object moves, Root* R, double** diffs, object bonus=None) except -1:
+        """Fill ``R`` with the root ``moves`` (their order as given; ``bonus``, one number a move, orders
+        the iterations after the first) and allocate ``diffs``; ``_free`` releases both."""
         cdef int n = len(moves)
         cdef int i
+        cdef double* extra = NULL
         if self.S.pos.side != self.S.kn.me:
             raise ValueError("the search runs for the side to move, which must be ours")
         if n == 0:
             raise ValueError("no moves to search")
         if n > MAX_MOVES:
             raise ValueError(f"{n} root moves: at most {MAX_MOVES}")
-        buf[0] = <int*>malloc(n * sizeof(int))
+        if bonus is not None and len(bonus) != n:
+            raise ValueError(f"{len(bonus)} bonuses for {n} root moves")
+        R.n = n
+        R.moves = <int*>malloc(n * sizeof(int))
+        R.order = <int*>malloc(n * sizeof(int))
+        R.work = <double*>malloc(n * sizeof(double))
+        R.done = <unsigned char*>malloc(n * sizeof(unsigned char))
+        if bonus is not None:
+            extra = <double*>malloc(n * sizeof(double))
+        R.bonus = extra
         diffs[0] = <double*>malloc(n * sizeof(double))
-        if buf[0] == NULL or diffs[0] == NULL:
-            free(buf[0])
-            free(diffs[0])
+        if R.moves == NULL or R.order == NULL or R.work == NULL or R.done == NULL or diffs[0] == NULL \
+                or (bonus is not None and extra == NULL):
+            self._free(R, diffs[0])
             raise MemoryError()
         for i in range(n):
-            buf[0][i] = moves[i]
+            (<int*>R.moves)[i] = moves[i]
+            R.order[i] = i
+            R.work[i] = 0.0
+            R.done[i] = 0
             diffs[0][i] = 0.0
+            if extra != NULL:
+                extra[i] = bonus[i]
         return n
+
+    cdef void _free(self, Root* R, double* diffs):
+        free(<int*>R.moves)
+        free(R.order)
+        free(<double*>R.bonus)
+        free(R.work)
+        free(R.done)
+        free(diffs)
+        R.moves = NULL
+        R.order = NULL
+        R.bonus = NULL
+        R.work = NULL
+        R.done = NULL
 
     cdef void _deadline(self, double abort_deadline, long long node_limit):
         cdef int t
@@ -1353,7 +1463,8 @@ cdef class SearchRunner:
             if self.W[t].next_check > node_limit:
                 self.W[t].next_check = node_limit + 1
 
-    def run(self, moves, double soft_deadline, double abort_deadline, nodes=None) -> dict:
+    def run(self, moves, double soft_deadline, double abort_deadline, nodes=None, *, bonus=None,
+            double partial_share=0.0) -> dict:
         """Iterative deepening over the root ``moves`` (the legal moves of the side to move, which
         must be ours) without the GIL. Returns the depth reached, each move's value over the passive
         move at that depth, the nodes and the time of each iteration, and ``limit``: what ended the
@@ -1361,12 +1472,18 @@ cdef class SearchRunner:
 
         ``nodes``: a node budget for this run; the answer is then the same on any machine (as long as
         the deadlines, kept as a safety net, do not bind): the last complete iteration whose nodes,
-        counted from the start of this run over all its iterations, stay within the budget."""
-        cdef int* buf = NULL
+        counted from the start of this run over all its iterations, stay within the budget.
+
+        ``bonus``: a number a move added to its value for the order of the iterations (the strategic
+        score: the best move overall is searched first). ``partial_share`` > 0 (never under a node
+        budget): an iteration may start when that share of it is forecast to end by the abort deadline,
+        and ``partial`` holds what an iteration the clock cut had finished: its depth and, by move, the
+        value or None (see ``iterate``)."""
+        cdef Root R
         cdef double* diffs = NULL
         cdef double times[MAX_DEPTH + 1]
         cdef long long counts[MAX_DEPTH + 1]
-        cdef int i, completed, ended
+        cdef int i, completed, ended, cut_depth = 0
         cdef int workers = self.workers
         cdef long long limit = LLONG_MAX
         cdef long long start
@@ -1380,20 +1497,31 @@ cdef class SearchRunner:
             workers = 1
             start = total_nodes(self.W, self.workers)
             limit = start + nodes if nodes < LLONG_MAX - start else LLONG_MAX - 1
-        n = self._load(moves, &buf, &diffs)
+            partial_share = 0.0
+        R.moves = NULL
+        R.order = NULL
+        R.bonus = NULL
+        R.work = NULL
+        R.done = NULL
+        n = self._load(moves, &R, &diffs, bonus)
         try:
             for i in range(MAX_DEPTH + 1):
                 times[i] = 0.0
                 counts[i] = 0
             self._deadline(abort_deadline, limit)
             with nogil:
-                completed = iterate(self.W, workers, buf, n, soft_deadline, limit, diffs, times, counts, &ended)
+                completed = iterate(self.W, workers, &R, soft_deadline, partial_share, limit, diffs, times, counts,
+                                    &ended, &cut_depth)
             if ended == END_DEPTH:
                 limit_name = "depth"
             elif ended == END_NODES:
                 limit_name = "nodes"
             else:
                 limit_name = "stop" if load_flag(&self.stop) else "time"
+            partial = None
+            if cut_depth and any(R.done[i] for i in range(n)):
+                partial = {"depth": cut_depth,
+                           "values": [R.work[i] if R.done[i] else None for i in range(n)]}
             return {
                 "depth": completed,
                 "values": [diffs[i] for i in range(n)] if completed else [],
@@ -1403,29 +1531,33 @@ cdef class SearchRunner:
                 "ply_nodes": self.ply_nodes(),
                 "threads": workers,
                 "limit": limit_name,
+                "partial": partial,
             }
         finally:
-            free(buf)
-            free(diffs)
+            self._free(&R, diffs)
 
     def search_depth(self, moves, int depth) -> list:
         """One iteration at a fixed depth, no deadline (tests): each move's value over passive."""
-        cdef int* buf = NULL
+        cdef Root R
         cdef double* diffs = NULL
         cdef int i
         cdef bint ok
         cdef int n
         if not 1 <= depth <= self.S.cfg.max_depth:
             raise ValueError(f"depth must be 1..{self.S.cfg.max_depth}")
-        n = self._load(moves, &buf, &diffs)
+        R.moves = NULL
+        R.order = NULL
+        R.bonus = NULL
+        R.work = NULL
+        R.done = NULL
+        n = self._load(moves, &R, &diffs)
         try:
             self._deadline(INFINITY, LLONG_MAX)
             self.W[0].depth = depth
             with nogil:
-                ok = run_iteration(self.W, self.workers, buf, n, diffs)
+                ok = run_iteration(self.W, self.workers, &R)
             if not ok:
                 raise RuntimeError("search stopped")
-            return [diffs[i] for i in range(n)]
+            return [R.work[i] for i in range(n)]
         finally:
-            free(buf)
-            free(diffs)
+            self._free(&R, diffs)

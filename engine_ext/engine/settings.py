@@ -66,6 +66,8 @@ class SearchShape(BaseModel):
     scout_runs: bool = Field(False, description="known scouts make range moves below the root; the "
                              "thesis leaves scouts' long strikes to the strategic search (9.2)")
     search_two_squares: bool = Field(True, description="apply the two-squares rule inside the search")
+    flee: bool = Field(False, description="quiescence: at the plies past en_prise_plies a piece of known "
+                       "rank next to a known enemy piece that takes it may also step where nothing may take it")
 
     @model_validator(mode="after")
     def _plies(self) -> SearchShape:
@@ -244,7 +246,13 @@ class TimeUse(BaseModel):
 
     threads: int = Field(1, ge=0, le=8, description="search threads sharing the root moves; 0: one a core "
                          "this process may use, at most 8 (the perspecto profile's default)")
-    time_use: float = Field(1.0, gt=0.0, le=1.0, description="share of the soft time budget to plan for")
+    partial_share: float = Field(0.0, ge=0.0, le=1.0, description="0: off. Else an iteration also starts, before "
+                                 "the soft deadline, when this share of it is forecast to end by the abort deadline, "
+                                 "and when the clock cuts it, the moves it finished decide if the last best is among "
+                                 "them (never under a node budget)")
+    time_use: float = Field(1.0, gt=0.0, le=3.0, description="share of the soft time budget to plan for; above 1 "
+                            "the deepening plans past the soft deadline, never past the abort deadline (the hard "
+                            "deadline less the answer's reserve)")
 
 
 # The groups by concern, in the order docs/engine.md's table lists them. Every field name is the name
@@ -319,6 +327,7 @@ class SearchParams:
     threads: int = 1
     depth_step: int = 1
     scout_runs: bool = False
+    flee: bool = False
     line_approach: bool = True
     own_flag_value: float = 0.0  # 0: the scale's flag value
     flag_area: int = -1
@@ -357,7 +366,7 @@ STRATEGIC_STATE_FIELDS: frozenset[str] = frozenset({"progress_top"})
 # the endgame miner pull start (``strategic_params``), the raiders' rewrite of the position, the time.
 FACADE_FIELDS: frozenset[str] = frozenset(
     {"engine", "scale", "seed", "fear", "search_two_squares", "strategic", "hunt_movers", "endgame_miner_pull",
-     "raider_radius", "spy_guard", "time_use", "progress_after"})
+     "raider_radius", "spy_guard", "time_use", "partial_share", "progress_after"})
 
 
 def usable_cores() -> int:
@@ -414,6 +423,7 @@ def search_params(
         threads=settings.threads or usable_cores(),
         depth_step=settings.depth_step,
         scout_runs=settings.scout_runs,
+        flee=settings.flee,
         line_approach=settings.line_approach,
         own_flag_value=settings.own_flag_value or 0.0,
         flag_area=settings.flag_area,
