@@ -154,7 +154,8 @@ def test_the_issue47_trial_profile_is_the_built_in_perspecto_with_its_depth_from
     assert trial.match == []
     engine = trial.create_engine(seed=1)
     assert isinstance(engine, EngineMove)
-    on = {"max_depth": 24, "flee": True, "partial_share": 0.25}
+    on = {"max_depth": 24, "flee": True, "skip_lost_captures": True, "partial_share": 0.25}
     built_in = BUILTIN_ENGINE_SETTINGS["perspecto"].model_dump(exclude={"seed"})
-    assert {key: built_in[key] for key in on} == {"max_depth": 9, "flee": False, "partial_share": 0.0}
+    assert {key: built_in[key] for key in on} == {"max_depth": 9, "flee": False, "skip_lost_captures": False,
+                                                  "partial_share": 0.0}
     assert engine.engine.settings.model_dump(exclude={"seed"}) == {**built_in, **on}

@@ -70,6 +70,8 @@ CASES = [
     ("perspecto", 5, {"flag_area": 1, "own_flag_value": 1000.0}),
     ("perspecto", 5, {"flag_area": 2, "local_radius": 1}),
     ("perspecto", 5, {"flee": True, "full_plies": 2, "en_prise_plies": 2, "last_piece_plies": 3}),
+    ("perspecto", 5, {"flee": True, "skip_lost_captures": True, "full_plies": 2, "en_prise_plies": 2,
+                      "last_piece_plies": 3}),
 ]
 
 # A shape whose restricted plies (3 to 5) a tiny position reaches in the plain reference's time.
@@ -109,6 +111,21 @@ def test_the_flight_matches_reference(seed: int, plies: int | None) -> None:
         counts.append(runner.nodes)
     assert counts[1] > counts[0], "no flight was searched: the test position lost its threat"
     compare(view, params_for("perspecto", flee=True, **SHORT_SHAPE), 5)
+
+
+@pytest.mark.parametrize(("seed", "plies"), [(1, None), (2, 40)])
+def test_leaving_out_the_lost_captures_matches_reference(seed: int, plies: int | None) -> None:
+    # Positions where an attack that loses for certain in the mover's view comes up past the en-prise ply:
+    # fewer nodes without it, and the compiled search still equal to the reference.
+    view = mini_view(seed, plies)
+    counts = []
+    for cut in (False, True):
+        runner = SearchRunner(view.position, int(view.side_to_move), initial_counts(view),
+                              params_for("perspecto", skip_lost_captures=cut, **SHORT_SHAPE))
+        runner.search_depth(view.legal_codes(), 5)
+        counts.append(runner.nodes)
+    assert counts[1] < counts[0], "no lost capture was left out: the test position lost its case"
+    compare(view, params_for("perspecto", skip_lost_captures=True, **SHORT_SHAPE), 5)
 
 
 def sparse_classic_view() -> Game:

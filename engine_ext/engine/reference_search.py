@@ -634,6 +634,8 @@ class Reference:
         last = self.last_moved() if not every and ply <= p.last_piece_plies else -1
         attacks: list[int] = []
         quiet: list[int] = []
+        # The quiescence leaves out the attacks that lose for certain in the mover's own view.
+        lost_cut = p.skip_lost_captures and not every and ply > p.en_prise_plies
         for pid in range(b.first[side], b.end[side]):
             sq = b.square[pid]
             if sq < 0 or b.rank[pid] in (FLAG, BOMB):
@@ -650,6 +652,8 @@ class Reference:
                     if occ == BLOCKED or (occ >= 0 and b.owner[occ] == side):
                         break
                     if occ >= 0 and to != sq + step and not b.range_attacks:
+                        break
+                    if occ >= 0 and lost_cut and self._loses_for_certain(pid, occ):
                         break
                     if not local or sq in self.area or to in self.area:
                         keep = (every or occ >= 0 or (ply <= p.last_piece_plies and pid == last)
@@ -668,6 +672,14 @@ class Reference:
         if side == self.me:
             return attacks + passive + quiet
         return passive + attacks + quiet
+
+    def _loses_for_certain(self, a: int, d: int) -> bool:
+        # Both ranks known in the mover's own view, and the defender wins.
+        b = self.b
+        persp = OWN if b.owner[a] == self.me else OPP
+        if not self.known_in(persp, a) or not self.known_in(persp, d):
+            return False
+        return combat(Rank(b.rank[a]), Rank(b.rank[d])) == DEFENDER_WINS
 
     def _threatened(self, side: int, pid: int) -> bool:
         # A piece of known rank next to a known enemy piece that wins attacking it.

@@ -42,6 +42,7 @@ ctypedef struct SearchConfig:
     int depth_step              # iterative deepening's step beyond the full plies
     int scout_runs              # known scouts make range moves below the root (else one step)
     int flee                    # restricted plies: a threatened piece may step to a safe square
+    int skip_lost_captures      # restricted plies: no attack that loses for certain in the mover's view
 
 ctypedef struct Search:
     Pos pos

@@ -267,6 +267,16 @@ cdef inline bint threatened(Pos* p, int side, int pid) noexcept nogil:
     return False
 
 
+cdef inline bint loses_for_certain(Search* S, int a, int d) noexcept nogil:
+    """In the mover's own view (ours: the board as we know it; theirs: as we model their knowledge) both
+    ranks are known and the defender wins: the attack of ``a`` on ``d`` only throws the attacker away."""
+    cdef Pos* p = &S.pos
+    cdef int persp = OWN if p.powner[a] == S.kn.me else OPP
+    if not known_in(&S.kn, p, S.kpub, persp, a) or not known_in(&S.kn, p, S.kpub, persp, d):
+        return False
+    return COMBAT[p.prank[a]][p.prank[d]] == DEFENDER_WINS
+
+
 cdef int plain_moves(Search* S, int pid, bint safe_only, int* buf, int quiet) noexcept nogil:
     """Append ``pid``'s plain moves that touch the area (a running scout's every square) to ``buf``
     from ``quiet`` on; ``safe_only``: only to squares where no enemy piece may take it (a flight)."""
@@ -329,6 +339,8 @@ cdef int gen_restricted(Search* S, int* out, int last) noexcept nogil:
                 if local and not S.area[f] and not S.area[t]:
                     continue
                 move = f | (t << 8)
+                if S.cfg.skip_lost_captures and loses_for_certain(S, a, p.board[t]):
+                    continue
                 if n < MAX_NODE_MOVES - 10 and not repeats(p, move, S.cfg.two_squares):
                     caps[n] = move
                     # victim rank, then piece id, then direction: the plain generator's order
@@ -349,6 +361,8 @@ cdef int gen_restricted(Search* S, int* out, int last) noexcept nogil:
             if occ < 0 or p.powner[occ] == side or (t != f + step and not p.range_attacks):
                 continue
             if local and not S.area[f] and not S.area[t]:
+                continue
+            if S.cfg.skip_lost_captures and loses_for_certain(S, pid, occ):
                 continue
             move = f | (t << 8)
             if n < MAX_NODE_MOVES - 10 and not repeats(p, move, S.cfg.two_squares):
@@ -1199,6 +1213,7 @@ cdef int fill_search(Search* S, Position pos, int me, object initial, object par
     S.cfg.depth_step = params.depth_step
     S.cfg.scout_runs = params.scout_runs
     S.cfg.flee = params.flee
+    S.cfg.skip_lost_captures = params.skip_lost_captures
     return 0
 
 

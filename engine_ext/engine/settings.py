@@ -66,6 +66,8 @@ class SearchShape(BaseModel):
     scout_runs: bool = Field(False, description="known scouts make range moves below the root; the "
                              "thesis leaves scouts' long strikes to the strategic search (9.2)")
     search_two_squares: bool = Field(True, description="apply the two-squares rule inside the search")
+    skip_lost_captures: bool = Field(False, description="quiescence: at the plies past en_prise_plies no attack "
+                                     "that loses for certain in the mover's own view (both ranks known to it)")
     flee: bool = Field(False, description="quiescence: at the plies past en_prise_plies a piece of known "
                        "rank next to a known enemy piece that takes it may also step where nothing may take it")
 
@@ -328,6 +330,7 @@ class SearchParams:
     depth_step: int = 1
     scout_runs: bool = False
     flee: bool = False
+    skip_lost_captures: bool = False
     line_approach: bool = True
     own_flag_value: float = 0.0  # 0: the scale's flag value
     flag_area: int = -1
@@ -424,6 +427,7 @@ def search_params(
         depth_step=settings.depth_step,
         scout_runs=settings.scout_runs,
         flee=settings.flee,
+        skip_lost_captures=settings.skip_lost_captures,
         line_approach=settings.line_approach,
         own_flag_value=settings.own_flag_value or 0.0,
         flag_area=settings.flag_area,
