@@ -252,9 +252,7 @@ class TimeUse(BaseModel):
                                  "the soft deadline, when this share of it is forecast to end by the abort deadline, "
                                  "and when the clock cuts it, the moves it finished decide if the last best is among "
                                  "them (never under a node budget)")
-    time_use: float = Field(1.0, gt=0.0, le=3.0, description="share of the soft time budget to plan for; above 1 "
-                            "the deepening plans past the soft deadline, never past the abort deadline (the hard "
-                            "deadline less the answer's reserve)")
+    time_use: float = Field(1.0, gt=0.0, le=1.0, description="share of the soft time budget to plan for")
 
 
 # The groups by concern, in the order docs/engine.md's table lists them. Every field name is the name
