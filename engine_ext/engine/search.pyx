@@ -1106,13 +1106,15 @@ cdef int iterate(Search** W, int workers, Root* R, double soft_deadline, double 
     and sets ``ended`` to what ended the deepening.
 
     ``partial_share`` > 0: before the soft deadline, an iteration also starts when that share of it is
-    forecast to end by the abort deadline; when the clock or the stop flag cuts an iteration, its
+    forecast to end by the abort deadline, and is then cut halfway between the soft and the abort deadline
+    if it has not ended; when the clock or the stop flag cuts an iteration, its
     finished moves stay in ``R.work`` / ``R.done`` and ``cut_depth`` is its depth (else 0). Each
     iteration searches the last one's best moves first (``order_root``), so those are the ones done."""
     cdef int depth, i, t, completed = 0
     cdef double t0, t1, last = 0.0, growth = 8.0, node_growth = 8.0
     cdef long long before, done, last_nodes = 0
-    cdef bint fits
+    cdef bint fits, partial, cut
+    cdef double abort_at = 0.0
     ended[0] = END_DEPTH
     cut_depth[0] = 0
     for i in range(R.n):
@@ -1128,17 +1130,29 @@ cdef int iterate(Search** W, int workers, Root* R, double soft_deadline, double 
             depth = min(depth + W[0].cfg.depth_step, W[0].cfg.max_depth)
         t0 = monotonic()
         fits = t0 + last * growth <= soft_deadline
+        partial = False
         if not fits and partial_share > 0.0 and node_limit == LLONG_MAX:
-            fits = t0 < soft_deadline and t0 + last * growth * partial_share <= W[0].abort_deadline
+            partial = t0 < soft_deadline and t0 + last * growth * partial_share <= W[0].abort_deadline
+            fits = partial
         if completed > 0 and not fits:
             ended[0] = END_TIME
             break
+        if partial and completed > 0:
+            # An iteration the forecast does not see finished is cut halfway between the soft and the abort
+            # deadline: cuts are then the rule, and the answer keeps that half of the reserve's room too.
+            abort_at = W[0].abort_deadline
+            for t in range(workers):
+                W[t].abort_deadline = soft_deadline + 0.5 * (abort_at - soft_deadline)
         before = total_nodes(W, workers)
         if completed > 0 and node_limit < LLONG_MAX and before + last_nodes * node_growth > node_limit:
             ended[0] = END_NODES
             break
         W[0].depth = depth
-        if not run_iteration(W, workers, R):
+        cut = not run_iteration(W, workers, R)
+        if partial and completed > 0:
+            for t in range(workers):
+                W[t].abort_deadline = abort_at
+        if cut:
             ended[0] = END_TIME
             for t in range(workers):
                 if W[t].aborted == ABORT_NODES:
