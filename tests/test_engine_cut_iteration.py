@@ -3,14 +3,18 @@ iteration finished is exact, and the facade ranks it ahead of the rest only when
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine_ext.engine.facade import initial_counts, rank_root_moves
 from engine_ext.engine.search import SearchRunner
 from engine_ext.engine.settings import builtin_settings, search_params
 from engine_ext.lab.signature import bench_positions
+from tests.test_engine_search import mini_view, params_for
 
 
 def test_without_a_cut_iteration_the_totals_decide() -> None:
@@ -74,3 +78,23 @@ def test_no_cut_iteration_under_a_node_budget() -> None:
     result = runner.run(view.legal_codes(), float("inf"), float("inf"), 20000, partial_share=1.0)
     assert result["limit"] == "nodes"
     assert result["partial"] is None
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.randoms(use_true_random=False))
+def test_a_root_moves_value_does_not_depend_on_the_order(rng: random.Random) -> None:
+    # What lets an iteration search the last one's best first: the same values, move by move, and the same
+    # nodes in any order of the root moves.
+    view = mini_view(7)
+    me = int(view.side_to_move)
+    params = params_for("perspecto", flee=True, skip_lost_captures=True, full_plies=2, en_prise_plies=2,
+                        last_piece_plies=3)
+    moves = view.legal_codes()
+    shuffled = list(moves)
+    rng.shuffle(shuffled)
+    first = SearchRunner(view.position, me, initial_counts(view), params, threads=1)
+    values = dict(zip(moves, first.search_depth(moves, 5), strict=True))
+    second = SearchRunner(view.position, me, initial_counts(view), params, threads=1)
+    again = dict(zip(shuffled, second.search_depth(shuffled, 5), strict=True))
+    assert again == values
+    assert second.nodes == first.nodes
