@@ -123,39 +123,30 @@ def test_the_default_profile_plays_with_the_built_in_perspecto_settings(monkeypa
     assert settings.model_dump(exclude={"seed"}) == BUILTIN_ENGINE_SETTINGS["perspecto"].model_dump(exclude={"seed"})
 
 
-def test_the_issue45_trial_profile_is_the_built_in_perspecto_with_its_four_capabilities(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 45's settings are on trial: off in the built-in profile, on in the trial profile the lab plays by name
-    (``perspecto gauntlet --profile issue45-trial --baseline perspecto``), which no opponent is matched to."""
+# Each trial profile: the built-in perspecto with its issue's settings on (the built-in values, then the trial's).
+TRIALS = {
+    "issue45-trial": {  # the top pieces, the answer, flag defence by distance, the won endgame
+        "top_piece_rank": (0, 9), "spy_guard": (False, True), "answer_force": (0.0, 8.0),
+        "flag_defence_force": (0.0, 128.0), "ahead_trade_bias": (0.0, 0.1), "progress_force": (0.0, 8.0)},
+    "issue47-trial": {  # depth from the clock
+        "max_depth": (9, 24), "flee": (False, True), "skip_lost_captures": (False, True),
+        "partial_share": (0.0, 0.25)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRIALS))
+def test_a_trial_profile_is_the_built_in_perspecto_with_its_issues_settings_on(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An issue's settings on trial are off in the built-in profile and on in the trial profile the lab plays by
+    name (``perspecto gauntlet --profile issue45-trial --baseline perspecto``), which no opponent is matched to."""
     for var in [v for v in os.environ if v.upper().startswith("PERSPECTO_")]:
         monkeypatch.delenv(var)
     _settings, profiles = load_configuration(SHIPPED)
-    trial = profiles.profiles["issue45-trial"]
+    trial = profiles.profiles[name]
     assert trial.match == []
     engine = trial.create_engine(seed=1)
     assert isinstance(engine, EngineMove)
-    on = {"top_piece_rank": 9, "spy_guard": True, "answer_force": 8.0, "flag_defence_force": 128.0,
-          "ahead_trade_bias": 0.1, "progress_force": 8.0}
     built_in = BUILTIN_ENGINE_SETTINGS["perspecto"].model_dump(exclude={"seed"})
-    assert {key: built_in[key] for key in on} == {"top_piece_rank": 0, "spy_guard": False, "answer_force": 0.0,
-                                                  "flag_defence_force": 0.0, "ahead_trade_bias": 0.0,
-                                                  "progress_force": 0.0}
-    assert engine.engine.settings.model_dump(exclude={"seed"}) == {**built_in, **on}
-
-
-def test_the_issue47_trial_profile_is_the_built_in_perspecto_with_its_depth_from_the_clock(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 47's search settings are on trial: off in the built-in profile, on in the trial profile the lab
-    plays by name (``perspecto gauntlet --profile issue47-trial --baseline perspecto``)."""
-    for var in [v for v in os.environ if v.upper().startswith("PERSPECTO_")]:
-        monkeypatch.delenv(var)
-    _settings, profiles = load_configuration(SHIPPED)
-    trial = profiles.profiles["issue47-trial"]
-    assert trial.match == []
-    engine = trial.create_engine(seed=1)
-    assert isinstance(engine, EngineMove)
-    on = {"max_depth": 24, "flee": True, "skip_lost_captures": True, "partial_share": 0.25}
-    built_in = BUILTIN_ENGINE_SETTINGS["perspecto"].model_dump(exclude={"seed"})
-    assert {key: built_in[key] for key in on} == {"max_depth": 9, "flee": False, "skip_lost_captures": False,
-                                                  "partial_share": 0.0}
+    assert {key: built_in[key] for key in TRIALS[name]} == {key: off for key, (off, _on) in TRIALS[name].items()}
+    on = {key: value for key, (_off, value) in TRIALS[name].items()}
     assert engine.engine.settings.model_dump(exclude={"seed"}) == {**built_in, **on}

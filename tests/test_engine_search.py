@@ -98,34 +98,25 @@ def test_matches_reference_with_psychology_and_history(line_approach: bool) -> N
     compare(view, params_for("perspecto", line_approach=line_approach), 5)
 
 
-@pytest.mark.parametrize(("seed", "plies"), [(4, None), (11, 40), (15, 40)])
-def test_the_flight_matches_reference(seed: int, plies: int | None) -> None:
-    # Positions where a threatened piece's flight is searched: more nodes than without it, and the
-    # compiled search still equal to the reference (values, nodes, move).
-    view = mini_view(seed, plies)
-    counts = []
-    for flee in (False, True):
-        runner = SearchRunner(view.position, int(view.side_to_move), initial_counts(view),
-                              params_for("perspecto", flee=flee, **SHORT_SHAPE))
-        runner.search_depth(view.legal_codes(), 5)
-        counts.append(runner.nodes)
-    assert counts[1] > counts[0], "no flight was searched: the test position lost its threat"
-    compare(view, params_for("perspecto", flee=True, **SHORT_SHAPE), 5)
+# The quiescence's settings and positions where each changes the tree past the en-prise ply: the flight adds
+# nodes (a threatened piece's steps to safety), leaving out the lost captures removes some.
+QUIESCENCE_CASES = [("flee", 4, None, +1), ("flee", 11, 40, +1), ("flee", 15, 40, +1),
+                    ("skip_lost_captures", 1, None, -1), ("skip_lost_captures", 2, 40, -1)]
 
 
-@pytest.mark.parametrize(("seed", "plies"), [(1, None), (2, 40)])
-def test_leaving_out_the_lost_captures_matches_reference(seed: int, plies: int | None) -> None:
-    # Positions where an attack that loses for certain in the mover's view comes up past the en-prise ply:
-    # fewer nodes without it, and the compiled search still equal to the reference.
+@pytest.mark.parametrize(("setting", "seed", "plies", "sign"), QUIESCENCE_CASES)
+def test_the_quiescence_matches_reference(setting: str, seed: int, plies: int | None, sign: int) -> None:
+    # The tree changes as the setting says it should, and the compiled search is still equal to the reference
+    # (values, nodes, move).
     view = mini_view(seed, plies)
     counts = []
-    for cut in (False, True):
+    for on in (False, True):
         runner = SearchRunner(view.position, int(view.side_to_move), initial_counts(view),
-                              params_for("perspecto", skip_lost_captures=cut, **SHORT_SHAPE))
+                              params_for("perspecto", **{setting: on}, **SHORT_SHAPE))
         runner.search_depth(view.legal_codes(), 5)
         counts.append(runner.nodes)
-    assert counts[1] < counts[0], "no lost capture was left out: the test position lost its case"
-    compare(view, params_for("perspecto", skip_lost_captures=True, **SHORT_SHAPE), 5)
+    assert (counts[1] - counts[0]) * sign > 0, f"{setting} did not change the tree: the test position lost its case"
+    compare(view, params_for("perspecto", **{setting: True}, **SHORT_SHAPE), 5)
 
 
 def sparse_classic_view() -> Game:
