@@ -90,6 +90,29 @@ def test_the_spy_answers_their_marshal_and_a_trade_needs_material() -> None:
     scores(board(two), ON)
 
 
+def test_the_spy_waits_two_steps_off_their_marshal() -> None:
+    # Their known marshal on F4 (5, 3) in our half; our spy, its responder (we are behind: no trade), on C2
+    # (2, 1), five path steps off, then on E3 (4, 2), two off. Next to the marshal the spy would be struck
+    # first (a spy loses when attacked), so the spy closes to two steps and waits there: the step into
+    # the marshal's reach scores -force, the step back out of it +force.
+    pieces = [(9, 0, RED, int(Rank.FLAG)), (8, 0, RED, int(Rank.BOMB)), (5, 3, BLUE, int(Rank.MARSHAL))] + [
+        (col, 9, BLUE, int(UNKNOWN)) for col in (0, 2, 4, 6, 8)]
+    far = board([(2, 1, RED, int(Rank.SPY)), *pieces])
+    (pair,) = ref.answers(ref._Board.of(far), RED)
+    assert (pair[0].rank, pair[1].rank) == (Rank.MARSHAL, Rank.SPY)
+    spy_on, spy_off = of(scores(far, ON), (2, 1)), of(scores(far, StrategicParams()), (2, 1))
+    assert spy_on[(3, 1)] - spy_off[(3, 1)] == pytest.approx(FORCE)  # nearer: four steps off
+    assert spy_on[(1, 1)] - spy_off[(1, 1)] == pytest.approx(-FORCE)
+    near = board([(4, 2, RED, int(Rank.SPY)), *pieces])
+    spy_on, spy_off = of(scores(near, ON), (4, 2)), of(scores(near, StrategicParams()), (4, 2))
+    assert spy_on[(5, 2)] - spy_off[(5, 2)] == pytest.approx(-FORCE)  # next to the marshal: struck first
+    assert spy_on[(4, 3)] - spy_off[(4, 3)] == pytest.approx(-FORCE)
+    assert spy_on[(3, 2)] - spy_off[(3, 2)] == pytest.approx(-FORCE)  # three off: farther than the ambush
+    adjacent = board([(5, 2, RED, int(Rank.SPY)), *pieces])
+    spy_on, spy_off = of(scores(adjacent, ON), (5, 2)), of(scores(adjacent, StrategicParams()), (5, 2))
+    assert spy_on[(5, 1)] - spy_off[(5, 1)] == pytest.approx(FORCE)  # out of its reach, to the ambush
+
+
 def test_blue_answers_in_its_own_half() -> None:
     mirrored = [(col, 9 - row, 1 - owner, rank) for col, row, owner, rank in RAID]
     pos = board(mirrored, side=BLUE)

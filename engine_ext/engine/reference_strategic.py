@@ -530,6 +530,7 @@ def _score(board: _Board, frm: tuple[int, int], to: tuple[int, int], p_flag: Seq
 # responder, the most dangerous first.
 _ANSWERED = (Rank.MARSHAL, Rank.GENERAL, Rank.COLONEL, Rank.MAJOR)
 FLIGHT_STEPS = 2  # our pieces the raider beats this many path steps from it or nearer step back to the answer
+AMBUSH_STEPS = 2  # a responder the raider beats when it attacks (the spy) waits this many path steps off
 
 
 def _in_our_half(board: _Board, side: int, row: int) -> bool:
@@ -593,7 +594,8 @@ def answers(board: _Board, side: int) -> list[tuple[_Piece, _Piece]]:
 def answer_terms(pos: Position, side: int, force: float, moves: Sequence[int]) -> list[float]:
     """Each root move's answer term (not in the thesis; issue 45): for every (raider, responder) of
     ``answers``, the responder's move scores ``force`` when it shortens its path to the raider and
-    ``-force`` when it lengthens it; a move of an own piece the raider beats, standing at most
+    ``-force`` when it lengthens it (the spy against their marshal, which the raider beats attacking it, aims
+    at AMBUSH_STEPS instead); a move of an own piece the raider beats, standing at most
     FLIGHT_STEPS path steps from it, scores ``force`` when it lengthens its path to the raider and
     shortens its path to the responder (a step back towards the answer, not just aside). Strikes: 0."""
     out = [0.0] * len(moves)
@@ -611,6 +613,10 @@ def answer_terms(pos: Position, side: int, force: float, moves: Sequence[int]) -
             far = 1 << 20  # out of reach, as the compiled search counts it
             before, after = to_raider.get(frm, far), to_raider.get(to, far)
             if mover.pid == responder.pid:
+                if combat(raider.rank, responder.rank) == ATTACKER_WINS:
+                    # Next to the raider the spy would be struck first: it waits at AMBUSH_STEPS.
+                    before = abs(before - AMBUSH_STEPS) if before < far else far
+                    after = abs(after - AMBUSH_STEPS) if after < far else far
                 if after != before:
                     out[i] += force if after < before else -force
             elif (combat(raider.rank, mover.rank) == ATTACKER_WINS and before <= FLIGHT_STEPS and after > before

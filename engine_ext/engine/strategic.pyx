@@ -49,6 +49,7 @@ cdef enum:
     HOME_GUARDS = 2         # the home guards: at most this many stations by our flag's bombs
     CHASE_DISTANCE = 3      # the chase model's pairs: at most this many steps apart (the look-ahead's scan)
     FLIGHT_STEPS = 2        # the answer: our pieces a raider beats this near it step back towards the answer
+    AMBUSH_STEPS = 2        # ... and a responder the raider beats when it attacks (the spy) waits this far off
     FLAG_DEFENDERS = 4      # the flag's blockers: at most this many pieces sent at once
     FAR = 30000             # path steps or cost to a square out of reach (no way there)
 
@@ -907,7 +908,8 @@ cdef void _answer_scores(Pos* p, int side, double force, const int* moves, int n
     the own piece not yet one that beats it attacking (the spy their marshal) or, when we are not behind in
     pieces on the board, has its rank (a trade), the nearest by path; among equals a win before a trade,
     then the lowest rank, then the lowest id. The responder's move scores ``force`` when it shortens its path
-    to the raider, ``-force`` when it lengthens it; a move of an own piece the raider beats, at most
+    to the raider, ``-force`` when it lengthens it (a responder the raider beats when it attacks, the spy,
+    aims at AMBUSH_STEPS from it instead); a move of an own piece the raider beats, at most
     FLIGHT_STEPS path steps from it, scores ``force`` when it lengthens its path to the raider and shortens
     its path to the responder. Strikes score nothing, as in the rest of the strategic search."""
     cdef int to_raider[MAX_SQ]
@@ -966,6 +968,11 @@ cdef void _answer_scores(Pos* p, int side, double force, const int* moves, int n
                 before = to_raider[frm]
                 after = to_raider[to]
                 if a == best:
+                    if COMBAT[rank][p.prank[best]] == ATTACKER_WINS:
+                        # A responder the raider beats when it attacks (the spy against their marshal) stands
+                        # off at AMBUSH_STEPS: next to the raider it would be struck first.
+                        before = abs(before - AMBUSH_STEPS) if before < FAR else FAR
+                        after = abs(after - AMBUSH_STEPS) if after < FAR else FAR
                     if after < before:
                         out[i] += force
                     elif after > before:
