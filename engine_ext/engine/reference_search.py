@@ -682,14 +682,17 @@ class Reference:
         return combat(Rank(b.rank[a]), Rank(b.rank[d])) == DEFENDER_WINS
 
     def _threatened(self, side: int, pid: int) -> bool:
-        # A piece of known rank next to a known enemy piece that wins attacking it.
+        # A piece of known rank next to an enemy piece that wins attacking it, known in the mover's own view.
         b = self.b
         rank = b.rank[pid]
+        persp = OWN if side == self.me else OPP
         if rank == UNKNOWN:
             return False
         for step in (b.stride, -b.stride, -1, 1):
             nb = b.board[b.square[pid] + step]
             if nb < 0 or b.owner[nb] == side or b.rank[nb] in (BOMB, FLAG, UNKNOWN):
+                continue
+            if not self.known_in(persp, nb):
                 continue
             if combat(Rank(b.rank[nb]), Rank(rank)) == ATTACKER_WINS:
                 return True

@@ -250,17 +250,21 @@ cdef enum:
                                 # 12x12 board: 22) and the flights (at most 3 a threatened piece)
 
 
-cdef inline bint threatened(Pos* p, int side, int pid) noexcept nogil:
-    """A piece of known rank stands next to a known enemy piece that wins attacking it: the threat a
-    quiescence search lets the piece flee (Schadd and Winands 2009)."""
+cdef inline bint threatened(Search* S, int side, int pid) noexcept nogil:
+    """A piece of known rank stands next to an enemy piece that wins attacking it, its rank known in the
+    mover's own view (ours: as we know the board; theirs: as we model their knowledge, so our spy they have
+    not seen is no threat to their marshal): the threat a quiescence search lets the piece flee (Schadd and
+    Winands 2009)."""
+    cdef Pos* p = &S.pos
     cdef int rank = p.prank[pid]
     cdef int sq = p.psq[pid]
+    cdef int persp = OWN if side == S.kn.me else OPP
     cdef int d, nb, r
     if rank == R_UNKNOWN:
         return False
     for d in range(4):
         nb = p.board[sq + p.dirs[d]]
-        if nb >= 0 and p.powner[nb] != side:
+        if nb >= 0 and p.powner[nb] != side and known_in(&S.kn, p, S.kpub, persp, nb):
             r = p.prank[nb]
             if r != R_UNKNOWN and r != R_BOMB and r != R_FLAG and COMBAT[r][rank] == ATTACKER_WINS:
                 return True
@@ -386,7 +390,7 @@ cdef int gen_restricted(Search* S, int* out, int last) noexcept nogil:
     if S.cfg.flee:
         for i in range(S.n_cand[side]):
             pid = S.cand[side][i]
-            if p.psq[pid] >= 0 and (pid == last or threatened(p, side, pid)):
+            if p.psq[pid] >= 0 and (pid == last or threatened(S, side, pid)):
                 quiet = plain_moves(S, pid, pid != last, quiet_buf, quiet)
     elif last >= 0 and p.psq[last] >= 0:
         quiet = plain_moves(S, last, False, quiet_buf, quiet)

@@ -69,7 +69,7 @@ class SearchShape(BaseModel):
     skip_lost_captures: bool = Field(False, description="quiescence: at the plies past en_prise_plies no attack "
                                      "that loses for certain in the mover's own view (both ranks known to it)")
     flee: bool = Field(False, description="quiescence: at the plies past en_prise_plies a piece of known "
-                       "rank next to a known enemy piece that takes it may also step where nothing may take it")
+                       "rank next to an enemy piece the mover knows takes it may also step where nothing may take it")
 
     @model_validator(mode="after")
     def _plies(self) -> SearchShape:
