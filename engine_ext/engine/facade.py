@@ -352,15 +352,11 @@ class Engine:
         values: list[float] = result["values"] or [0.0] * len(legal)
         cut = result["partial"] if result["depth"] else None
         values, totals, order, finished = rank_root_moves(values, bonus, cut["values"] if cut else None)
-        partial_note = ""
         if finished and cut is not None:
-            result = {**result, "depth": cut["depth"]}
-            partial_note = f" ({finished} of {len(legal)} moves; the others to ply {cut['depth'] - 1})"
+            result = {**result, "depth": cut["depth"], "finished": finished}
         best = order[0]
         elapsed = time.monotonic() - start
         reasons = self._reasons(game, runner, legal, result, values, strategic, totals, order, elapsed)
-        if partial_note:
-            reasons[0] = reasons[0].replace(f"to ply {result['depth']} ", f"to ply {result['depth']}{partial_note} ", 1)
         if any(guard):
             kept = sum(1 for g in guard if g == 0.0)
             reasons.insert(1, f"spy guard: {len(legal) - kept} moves leave our marshal next to a possible spy "
@@ -401,7 +397,10 @@ class Engine:
             reasons.append(f"{algorithm}: no search iteration finished in time; "
                            f"{'strategic score decides' if any(strategic) else 'first legal move'}")
         else:
-            reasons.append(f"{algorithm} to ply {depth} ({shape}, {area}): {move} is worth "
+            # A cut iteration that decided (rank_root_moves) says how much of it was searched.
+            finished = result.get("finished")
+            cut = f" ({finished} of {len(legal)} moves; the others to ply {depth - 1})" if finished else ""
+            reasons.append(f"{algorithm} to ply {depth}{cut} ({shape}, {area}): {move} is worth "
                            f"{values[best]:+.2f} over the passive move")
         outcomes = runner.root_outcomes(legal[best])
         if outcomes is not None:

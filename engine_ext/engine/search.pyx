@@ -1068,21 +1068,23 @@ cdef bint run_iteration(Search** W, int workers, Root* R) noexcept nogil:
     return next_move >= R.n
 
 
+cdef inline double root_key(Root* R, const double* diffs, int i) noexcept nogil:
+    return diffs[i] + (R.bonus[i] if R.bonus != NULL else 0.0)
+
+
 cdef void order_root(Root* R, const double* diffs) noexcept nogil:
-    """``R.order`` by value plus bonus, the highest first, ties by index: the next iteration searches
-    the last one's best first, so a cut iteration has searched the moves that matter."""
-    cdef int i, j, idx
+    """``R.order`` by value plus bonus, the highest first, ties by index (a stable insertion sort): the
+    next iteration searches the last one's best first, so a cut iteration has searched the moves that
+    matter."""
+    cdef int i, j
     cdef double key
     for i in range(R.n):
-        R.order[i] = i
-    for i in range(1, R.n):
-        idx = R.order[i]
-        key = diffs[idx] + (R.bonus[idx] if R.bonus != NULL else 0.0)
+        key = root_key(R, diffs, i)
         j = i
-        while j > 0 and diffs[R.order[j - 1]] + (R.bonus[R.order[j - 1]] if R.bonus != NULL else 0.0) < key:
+        while j > 0 and root_key(R, diffs, R.order[j - 1]) < key:
             R.order[j] = R.order[j - 1]
             j -= 1
-        R.order[j] = idx
+        R.order[j] = i
 
 
 cdef long long total_nodes(Search** W, int workers) noexcept nogil:
