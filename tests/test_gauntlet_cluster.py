@@ -174,6 +174,29 @@ def test_a_paired_runs_worker_writes_both_arms_wrappers_and_is_refused_where_eit
                                        "client's configuration")
 
 
+@pytest.mark.usefixtures("identity")
+def test_a_worker_writes_each_arms_wrapper_with_its_own_clock_at_time_odds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "programs"
+    executable(folder / "stratego")
+    executable(folder / "basic_cpp")
+    for name in ("PERSPECTO_UCC2012", REFEREE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(UCC_DIR_ENV, str(folder))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "worker"))
+    clocks: dict[str, float] = {}
+
+    def recording_wrapper(path: Path, profile: str, move_time: float, config: str | None, state: Path | None) -> None:
+        clocks[path.name] = move_time
+        executable(path)
+
+    odds = (Ours("perspecto", "perspecto", "state-candidate"), Ours("perspecto@T1", "perspecto", "state-baseline", 1.0))
+    plain = needs("referee", "ucc-basic_cpp", ours=odds)
+    kit = worker_kit(dataclasses.replace(plain, run="odds", tools=Tools(find_referee, program_path, recording_wrapper)))
+    assert kit.problems == () and list(kit.profiles) == ["perspecto"]
+    assert clocks == {"perspecto-ucc": 0.5, "perspecto@T1-ucc": 1.0}  # the run's -T, and the baseline's own
+
+
 def test_a_revisions_baseline_is_refused_on_a_cluster_before_any_worktree(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "bot.cli", "gauntlet", "ucc-basic_cpp", "--cluster", "tcp://127.0.0.1:1",
                           "--baseline", "HEAD", "--baseline-dir", str(tmp_path / "baselines"), "--records",

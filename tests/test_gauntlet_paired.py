@@ -470,6 +470,10 @@ def test_a_baseline_is_a_profile_else_a_revision_checked_out_in_its_own_worktree
     assert head is not None and len(head) == 40
     revision = resolve_baseline("HEAD", candidate, profiles)
     assert (revision.name, revision.profile, revision.revision) == (f"perspecto@{head[:8]}", "perspecto", head)
+    # At time odds the candidate's own profile is a baseline, named for its clock in the records.
+    assert resolve_baseline("perspecto", candidate, profiles, 0.5) == ArmSpec("baseline", "perspecto@T0.5", "perspecto",
+                                                                             move_time=0.5)
+    assert resolve_baseline("HEAD", candidate, profiles, 1.0).name == f"perspecto@{head[:8]}@T1"
     for spec, message in (("perspecto", "the candidate's own profile"), ("ucc-basic_cpp", "UCC program"),
                           ("no-such-rev-or-profile", "neither a profile")):
         with pytest.raises(GauntletError, match=message):
@@ -486,6 +490,61 @@ def test_a_baseline_is_a_profile_else_a_revision_checked_out_in_its_own_worktree
     assert main(["gauntlet", "ucc-one", "--via", "lab", "--baseline", "HEAD", "--baseline-dir", str(tmp_path),
                  "--config", str(config)]) == 2
     assert "--via lab plays profiles of this Perspecto only" in capsys.readouterr().out
+
+
+def test_time_odds_give_each_arm_its_clock_in_the_referee_and_its_wrapper_and_keep_them_on_resume(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--baseline-move-time``: the same profile at -T 4 against -T 1 through the referee's route (the games a
+    stand-in): every job's clock and the wrapper it runs are its arm's, the plan keeps them for --resume."""
+    import bot.commands.gauntlet_run.jobs as gauntlet_jobs
+    from bot.cli import main
+    from engine_ext.rules.record import GameRecord, RecordedPlayer
+
+    played: list[GauntletJob] = []
+
+    def stand_in(job: GauntletJob) -> GauntletOutcome:
+        played.append(job)
+        red, blue = (job.ours, job.opponent) if job.our_side == Side.RED else (job.opponent, job.ours)
+        loser = job.our_side.other if job.clock.move_time == 4 else job.our_side  # the longer clock wins
+        record = GameRecord(ruleset="classic", options={}, red=RecordedPlayer(red, {}), blue=RecordedPlayer(blue, {}),
+                            result={"winner": str(loser.other), "reason": "forfeit_timeout", "plies": 0,
+                                    "forfeits": [str(loser)]}, game_id=job.game_id)
+        return GauntletOutcome(job, record, 0.0)
+
+    monkeypatch.setattr(gauntlet_jobs, "play_gauntlet_job", stand_in)
+    referee = tmp_path / "stratego"
+    referee.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    referee.chmod(0o755)
+    config = tmp_path / "config"
+    (config / "profiles").mkdir(parents=True)
+    (config / "profiles" / "ucc-one.toml").write_text(
+        f'engine = "ucc"\n[engine_params]\ncommand = "{sys.executable}"\n', encoding="utf-8")
+    records, out = tmp_path / "records", tmp_path / "verdict.json"
+    common = ["--config", str(config), "--json", str(out)]
+    assert main(["gauntlet", "ucc-one", "--profile", "perspecto", "--baseline", "perspecto", "--move-time", "4",
+                 "--baseline-move-time", "1", "--max-slots", "4", "--seed", "5", "--referee", str(referee),
+                 "--records", str(records), "--concurrency", "1", *common]) == 0
+    text = capsys.readouterr().out
+    assert "-T 4 against 1" in text and "perspecto@T1" in text
+    assert len(played) == 8
+    assert {(job.ours, job.clock.move_time) for job in played} == {("perspecto", 4.0), ("perspecto@T1", 1.0)}
+    wrappers = {job.ours: job.our_program for job in played}
+    assert wrappers["perspecto"] != wrappers["perspecto@T1"]
+    for name, seconds in (("perspecto", "4"), ("perspecto@T1", "1")):
+        path = wrappers[name]
+        assert path is not None and f"--move-time {seconds} " in path.read_text()
+    verdict = json.loads(out.read_text())
+    assert verdict["stratified"]["mean"] == 1.0 and verdict["plan"]["baseline"]["move_time"] == 1.0
+    (records / f"{played[3].game_id}.json").unlink()
+    gone, played[:] = played[3], []
+    assert main(["gauntlet", "--resume", str(records), "--referee", str(referee), *common]) == 0
+    assert [(job.game_id, job.clock) for job in played] == [(gone.game_id, gone.clock)]
+    # Time odds are the referee's: refused through the lab, and without a baseline.
+    capsys.readouterr()
+    for extra in (["--baseline", "perspecto"], []):
+        assert main(["gauntlet", "ucc-one", "--via", "lab", "--baseline-move-time", "1", *extra, *common]) == 2
+    said = capsys.readouterr().out
+    assert "the lab's rules give every player of a game one clock" in said and "give --baseline" in said
 
 
 def test_a_single_arm_run_resumes_with_the_games_it_has_and_shows_failures_per_100(

@@ -124,6 +124,10 @@ def register(subparsers: Any) -> None:
     paired.add_argument("--baseline-dir", type=Path, metavar="DIR",
                         help=f"where revisions are checked out (default ${BASELINES_DIR_ENV}, else "
                         "$XDG_CACHE_HOME/perspecto/baselines)")
+    paired.add_argument("--baseline-move-time", type=float, metavar="S",
+                        help="the baseline answers in S seconds, the candidate in --move-time (time odds: the referee "
+                        "gives each game its arm's -T); the baseline may then be --profile itself, to measure what "
+                        "time is worth to it")
     paired.add_argument("--sprt", metavar="SPEC",
                         help="stop at a verdict: 'd0=0 d1=5 alpha=0.05 beta=0.05', the paired difference in points "
                         "of score per game under H0 and H1")
@@ -198,8 +202,9 @@ def main(args: argparse.Namespace) -> int:
         counts = games_per_opponent(opponents, args.games, args.games_against)
         if args.via == "referee" and args.cluster is None:
             find_referee(args.referee)
-        if plan is None and (args.sprt is not None or args.max_slots is not None) and args.baseline is None:
-            raise GauntletError("--sprt and --max-slots are for a paired run: give --baseline")
+        if plan is None and args.baseline is None and (
+                args.sprt is not None or args.max_slots is not None or args.baseline_move_time is not None):
+            raise GauntletError("--sprt, --max-slots and --baseline-move-time are for a paired run: give --baseline")
         if plan is None and args.baseline is not None:
             if args.games_against:
                 raise GauntletError("--games-against is for a single-arm run: a paired run's slots follow the "
@@ -233,7 +238,7 @@ def main(args: argparse.Namespace) -> int:
         from bot.commands.gauntlet_run.cluster import ClusterError, Ours, Tools, cluster_stopped, connect_cluster
 
         stops = (ClusterError,)
-        ours = ([Ours(s.name, s.profile, f"state-{s.arm}") for s in (plan.candidate, plan.baseline)]
+        ours = ([Ours(s.name, s.profile, f"state-{s.arm}", s.move_time) for s in (plan.candidate, plan.baseline)]
                 if plan is not None else [Ours(args.profile, args.profile)])
         args.cluster_workers = connect_cluster(args, ours, opponents, records, console,
                                                Tools(find_referee, program_path, write_our_wrapper))

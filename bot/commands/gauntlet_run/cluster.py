@@ -105,12 +105,14 @@ class Tools:
 
 @dataclass(frozen=True)
 class Ours:
-    """One of our sides: its player's name in the records (a game's ``ours``), the profile it plays, and the
-    folder of its memory of the run's games on each worker (with ``Needs.learn``)."""
+    """One of our sides: its player's name in the records (a game's ``ours``), the profile it plays, the
+    folder of its memory of the run's games on each worker (with ``Needs.learn``), and its own seconds an
+    answer in a paired run at time odds (None: ``Needs.move_time``)."""
 
     name: str
     profile: str
     state: str = "state"
+    move_time: float | None = None
 
     @property
     def wrapper(self) -> str:
@@ -219,7 +221,8 @@ def _our_program_here(needs: Needs, ours: Ours) -> Path:
             folder = _folder(needs.run)
             path = folder / "referee" / ours.wrapper
             path.parent.mkdir(parents=True, exist_ok=True)
-            needs.tools.write_wrapper(path, ours.profile, needs.move_time, _config_here(needs.config),
+            move_time = needs.move_time if ours.move_time is None else ours.move_time
+            needs.tools.write_wrapper(path, ours.profile, move_time, _config_here(needs.config),
                                       folder / ours.state if needs.learn else None)
             _wrappers[key] = path
         return path

@@ -44,14 +44,16 @@ BASELINES_DIR_ENV = "PERSPECTO_BASELINES"
 
 @dataclass(frozen=True)
 class ArmSpec:
-    """One arm of a paired run: its name in the records, the profile it plays, and for a baseline from a git
-    revision the commit and the worktree where that revision is checked out and bootstrapped."""
+    """One arm of a paired run: its name in the records, the profile it plays, for a baseline from a git
+    revision the commit and the worktree where that revision is checked out and bootstrapped, and for a
+    baseline at time odds (``--baseline-move-time``) its own seconds an answer."""
 
     arm: Arm
     name: str
     profile: str
     revision: str | None = None
     worktree: Path | None = None
+    move_time: float | None = None  # None: the run's --move-time
 
     @property
     def perspecto(self) -> list[str] | None:
@@ -67,13 +69,13 @@ class ArmSpec:
 
     def to_json(self) -> dict[str, Any]:
         return {"arm": self.arm, "name": self.name, "profile": self.profile, "revision": self.revision,
-                "worktree": None if self.worktree is None else str(self.worktree)}
+                "worktree": None if self.worktree is None else str(self.worktree), "move_time": self.move_time}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ArmSpec:
-        worktree = data.get("worktree")
+        worktree, move_time = data.get("worktree"), data.get("move_time")
         return cls(data["arm"], data["name"], data["profile"], data.get("revision"),
-                   None if worktree is None else Path(worktree))
+                   None if worktree is None else Path(worktree), None if move_time is None else float(move_time))
 
 
 def default_baselines_dir() -> Path:
@@ -95,20 +97,25 @@ def git_commit(revision: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
 
-def resolve_baseline(spec: str, candidate: ArmSpec, profiles: ProfileSet) -> ArmSpec:
-    """``--baseline``: a profile of this configuration, else a git revision (its worktree made later)."""
+def resolve_baseline(spec: str, candidate: ArmSpec, profiles: ProfileSet, move_time: float | None = None) -> ArmSpec:
+    """``--baseline``: a profile of this configuration, else a git revision (its worktree made later). With
+    ``move_time`` (``--baseline-move-time``) the baseline answers in its own time, and its name in the records
+    says so (``PROFILE@T1``): the candidate's own profile is then a baseline, the same engine at time odds."""
+    odds = "" if move_time is None else f"@T{move_time:g}"
     if spec in profiles.profiles:
         if profiles.profiles[spec].engine == "ucc":
             raise GauntletError(f"--baseline {spec!r} is a UCC program's profile, not one of ours")
-        if spec == candidate.profile:
-            raise GauntletError(f"--baseline {spec!r} is the candidate's own profile: name another profile, or a git "
-                                "revision to play this profile as it was there")
-        return ArmSpec("baseline", spec, spec)
+        if spec == candidate.profile and move_time is None:
+            raise GauntletError(f"--baseline {spec!r} is the candidate's own profile: name another profile, a git "
+                                "revision to play this profile as it was there, or give --baseline-move-time to "
+                                "play it at time odds")
+        return ArmSpec("baseline", f"{spec}{odds}", spec, move_time=move_time)
     commit = git_commit(spec)
     if commit is None:
         raise GauntletError(f"--baseline {spec!r} is neither a profile (known: {', '.join(sorted(profiles.profiles))}) "
                             "nor a git revision of this repository")
-    return ArmSpec("baseline", f"{candidate.profile}@{commit[:8]}", candidate.profile, commit)
+    return ArmSpec("baseline", f"{candidate.profile}@{commit[:8]}{odds}", candidate.profile, commit,
+                   move_time=move_time)
 
 
 def prepare_worktree(arm: ArmSpec, folder: Path, console: Console) -> ArmSpec:
@@ -165,6 +172,19 @@ class PairedPlan:
 
     def arm(self, arm: Arm) -> ArmSpec:
         return self.candidate if arm == "candidate" else self.baseline
+
+    def clock(self, arm: Arm) -> Clock:
+        """The referee's conditions of the arm's games: its own seconds an answer at time odds, else the run's."""
+        move_time = self.arm(arm).move_time
+        return Clock(self.move_time if move_time is None else move_time, self.max_turns, self.wall_time)
+
+    @property
+    def move_times(self) -> str:
+        """``-T`` as the run's first line says it: one time, or the candidate's and the baseline's."""
+        times = {self.clock(arm).move_time for arm in ARMS}
+        if len(times) == 1:
+            return f"-T {self.move_time:g}"
+        return f"-T {self.clock('candidate').move_time:g} against {self.clock('baseline').move_time:g}"
 
     def save(self, folder: Path) -> None:
         data = {"format": PLAN_FORMAT, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}}
@@ -246,14 +266,13 @@ def paired_jobs(args: argparse.Namespace, plan: PairedPlan, profiles: ProfileSet
                 records: Path) -> MakePairedJob:
     """How a paired run makes each slot's job on its route; the referee's route writes each arm's wrapper
     (the baseline revision's with its own ``perspecto ucc``) and the opponents' programs first."""
-    clock = Clock(plan.move_time, plan.max_turns, plan.wall_time)
     by_name = {o.name: o for o in opponents}
     if plan.via == "lab":
         games = lab_games(args, opponents, {plan.candidate.name: profiles.get(plan.candidate.profile),
                                             plan.baseline.name: profiles.get(plan.baseline.profile)}, records)
 
         def make_lab_job(arm: ArmSpec, slot: Slot, seen: Sequence[tuple[str, str]]) -> GauntletJob:
-            return lab_job(games, arm.name, slot.opponent, slot.number, clock, arm=arm.arm,
+            return lab_job(games, arm.name, slot.opponent, slot.number, plan.clock(arm.arm), arm=arm.arm,
                            setup_seed=slot_seed(plan.seed, slot.opponent, slot.number), seen=seen)
         return make_lab_job
     work = records / "referee"
@@ -266,14 +285,14 @@ def paired_jobs(args: argparse.Namespace, plan: PairedPlan, profiles: ProfileSet
         for arm in ARMS:
             spec = plan.arm(arm)
             wrappers[arm] = work / f"{spec.name}-ucc"
-            write_our_wrapper(wrappers[arm], spec.profile, plan.move_time, spec.config(args.config),
+            write_our_wrapper(wrappers[arm], spec.profile, plan.clock(arm).move_time, spec.config(args.config),
                               None if plan.no_learn else records / f"state-{arm}", command=spec.perspecto)
         programs = {o.name: program_path(o, work) for o in opponents}
 
     def make_referee_job(arm: ArmSpec, slot: Slot, _seen: Sequence[tuple[str, str]]) -> GauntletJob:
         return GauntletJob(game_id=game_id(arm.name, slot.opponent, slot.number), ours=arm.name,
                            opponent=by_name[slot.opponent].name, slot=slot.number, our_side=slot_side(slot.number),
-                           clock=clock, via="referee", work=work, arm=arm.arm,
+                           clock=plan.clock(arm.arm), via="referee", work=work, arm=arm.arm,
                            setup_seed=slot_seed(plan.seed, slot.opponent, slot.number), program_seed=None,
                            referee=referee, our_program=wrappers.get(arm.arm),
                            opponent_program=programs.get(slot.opponent))
@@ -283,7 +302,13 @@ def paired_jobs(args: argparse.Namespace, plan: PairedPlan, profiles: ProfileSet
 def new_plan(args: argparse.Namespace, profiles: ProfileSet, opponents: list[Opponent],
              console: Console) -> PairedPlan:
     candidate = ArmSpec("candidate", args.profile, args.profile)
-    baseline = resolve_baseline(args.baseline, candidate, profiles)
+    if args.baseline_move_time is not None:
+        if not args.baseline_move_time > 0:
+            raise GauntletError(f"--baseline-move-time must be above 0, not {args.baseline_move_time:g}")
+        if args.via == "lab":
+            raise GauntletError("--baseline-move-time plays through the referee: the lab's rules give every player "
+                                "of a game one clock")
+    baseline = resolve_baseline(args.baseline, candidate, profiles, args.baseline_move_time)
     if baseline.revision is not None:
         if args.via == "lab":
             raise GauntletError("--via lab plays profiles of this Perspecto only: a revision's baseline plays "
@@ -309,7 +334,7 @@ def play_paired(args: argparse.Namespace, plan: PairedPlan, profiles: ProfileSet
     console.print(f"paired: {terminal_safe(plan.candidate.name)} (candidate) and {terminal_safe(plan.baseline.name)} "
                   "(baseline) on the same slots, "
                   f"at most {plan.max_slots} slots, {'SPRT ' + str(schedule.sprt) if schedule.sprt else 'no SPRT'}; "
-                  f"via {plan.via}, -T {plan.move_time:g} -m {plan.max_turns}, {concurrency} at a time, seed "
+                  f"via {plan.via}, {plan.move_times} -m {plan.max_turns}, {concurrency} at a time, seed "
                   f"{plan.seed}; records in {records}", highlight=False, soft_wrap=True)
     with make_executor(args, concurrency) as executor:
         run_jobs(feed, executor, concurrency)
