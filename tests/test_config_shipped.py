@@ -131,6 +131,9 @@ TRIALS = {
     "issue47-trial": {  # depth from the clock
         "max_depth": (9, 24), "flee": (False, True), "skip_lost_captures": (False, True),
         "partial_share": (0.0, 0.25)},
+    "issue47-fights": {  # ... and the whole board's fights in every area
+        "max_depth": (9, 24), "flee": (False, True), "skip_lost_captures": (False, True),
+        "partial_share": (0.0, 0.25), "fight_reach": (-1, 4)},
 }
 
 

@@ -72,6 +72,7 @@ CASES = [
     ("perspecto", 5, {"flee": True, "full_plies": 2, "en_prise_plies": 2, "last_piece_plies": 3}),
     ("perspecto", 5, {"flee": True, "skip_lost_captures": True, "full_plies": 2, "en_prise_plies": 2,
                       "last_piece_plies": 3}),
+    ("perspecto", 5, {"fight_reach": 3, "local_radius": 1}),
 ]
 
 # A shape whose restricted plies (3 to 5) a tiny position reaches in the plain reference's time.
@@ -149,6 +150,7 @@ def test_matches_reference_on_a_sparse_classic_board() -> None:
     compare(game, params_for("perspecto", scout_runs=True), 4)
     compare(game, params_for("perspecto"), 6)
     compare(game, params_for("perspecto", flag_area=3, own_flag_value=1000.0), 5)
+    compare(game, params_for("perspecto", fight_reach=4), 5)
     compare(game, params_for("expectiminimax"), 4)
 
 
@@ -231,6 +233,31 @@ def test_the_flag_area_searches_a_raid_whatever_the_root_move() -> None:
         reference.search(moves, 4)
         assert reference.nodes == runner.nodes
     assert nodes[3] > nodes[-1]
+
+
+@pytest.mark.parametrize(("theirs", "reach", "fought"), [
+    (Rank.GENERAL, 4, True),    # their known general four steps from our captain: a fight
+    (Rank.GENERAL, 3, False),   # ... beyond the reach
+    (Rank.CAPTAIN, 4, False),   # equals: neither takes the other
+    (Rank.UNKNOWN, 4, False),   # a piece we have not seen: the local area's business
+])
+def test_a_fight_joins_the_area_of_every_root_move(theirs: Rank, reach: int, fought: bool) -> None:
+    # Our marshal's moves on the J file are the root moves; the captain on E2 and what stands on E6 are far
+    # outside their radius-2 areas. A fight within ``fight_reach`` brings the squares between the two into
+    # every area, so the walk and the flight are searched below every root move (more nodes); anything else
+    # adds nothing. The compiled search and the reference agree on the values and the nodes either way.
+    pos, ids = sparse({"A1": Rank.FLAG, "E2": Rank.CAPTAIN, "J5": Rank.MARSHAL}, {"J10": Rank.UNKNOWN, "E6": theirs})
+    moves = [m for m in pos.moves(False) if m & 0xFF == pos.square(9, 4)]
+    nodes = {}
+    for fight_reach in (-1, reach):
+        params = params_for("perspecto", fight_reach=fight_reach)
+        runner = SearchRunner(pos, 0, COUNTS, params, moved=[ids["E6"]])
+        values = runner.search_depth(moves, 5)
+        nodes[fight_reach] = runner.nodes
+        reference = Reference(pos, 0, COUNTS, params, moved=[ids["E6"]])
+        assert values == pytest.approx(reference.search(moves, 5), abs=1e-9)
+        assert reference.nodes == runner.nodes
+    assert (nodes[reach] > nodes[-1]) == fought
 
 
 def test_thesis_figure_11_the_opponent_sees_differently() -> None:

@@ -224,6 +224,7 @@ class Reference:
         self.kpub = list(self.public)
         self.area: set[int] = set()
         self.near: set[int] = set()
+        self.fight, self.fight_near = self._fights()
         self.depth = 0
 
     # --- knowledge (7.3) -------------------------------------------------------------------------
@@ -596,6 +597,37 @@ class Reference:
 
     # --- moves ------------------------------------------------------------------------------------
 
+    def _fights(self) -> tuple[set[int], set[int]]:
+        """``fight_reach``: the squares between one of our pieces and a known enemy piece, one of which takes
+        the other, at most that many steps apart (a detour of one step allowed), and their neighbours."""
+        b, reach = self.b, self.p.fight_reach
+        fight: set[int] = set()
+        near: set[int] = set()
+        if reach < 0:
+            return fight, near
+
+        def takes(attacker: int, defender: int) -> bool:
+            return attacker in MOVABLE and combat(Rank(attacker), Rank(defender)) == ATTACKER_WINS
+
+        squares = range(b.stride * (b.height + 2))
+        for theirs in range(b.first[self.enemy], b.end[self.enemy]):
+            if b.square[theirs] < 0 or b.rank[theirs] == UNKNOWN:
+                continue
+            for ours in range(b.first[self.me], b.end[self.me]):
+                if b.square[ours] < 0 or not (takes(b.rank[theirs], b.rank[ours]) or
+                                              takes(b.rank[ours], b.rank[theirs])):
+                    continue
+                d = b.dist(b.square[ours], b.square[theirs])
+                if d > reach:
+                    continue
+                for sq in squares:
+                    via = b.dist(b.square[ours], sq) + b.dist(sq, b.square[theirs])
+                    if via <= d + 2:
+                        fight.add(sq)
+                    if via <= d + 4:
+                        near.add(sq)
+        return fight, near
+
     def set_area(self, move: int) -> None:
         b, r = self.b, self.p.local_radius
         frm, to = move & 0xFF, move >> 8
@@ -607,6 +639,8 @@ class Reference:
             # Our flag's surroundings join every area (not in the thesis; see the compiled search).
             self.area |= {sq for sq in squares if b.dist(sq, flag) <= self.p.flag_area}
             self.near |= {sq for sq in squares if b.dist(sq, flag) <= self.p.flag_area + 1}
+        self.area |= self.fight
+        self.near |= self.fight_near
 
     def flag_square(self) -> int | None:
         """Our flag's square when the flag area is on (it never moves: the root's answer holds)."""

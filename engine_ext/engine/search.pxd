@@ -43,6 +43,7 @@ ctypedef struct SearchConfig:
     int scout_runs              # known scouts make range moves below the root (else one step)
     int flee                    # restricted plies: a threatened piece may step to a safe square
     int skip_lost_captures      # restricted plies: no attack that loses for certain in the mover's view
+    int fight_reach             # a fight this many steps apart joins every local area; < 0: none
 
 ctypedef struct Search:
     Pos pos
@@ -52,6 +53,8 @@ ctypedef struct Search:
     unsigned char kpub[MAX_PIECES]  # which pieces the opponent knows, along the current line
     unsigned char area[MAX_SQ]      # the local search area of the current root move
     unsigned char near[MAX_SQ]      # the area and its neighbours: pieces that can touch the area
+    unsigned char fight[MAX_SQ]     # the squares the root's fights add to every area (``fight_reach``)
+    unsigned char fight_near[MAX_SQ]  # ... and to ``near`` (squares one step from those or closer)
     uint64_t occ_all[2][4]          # squares (bits 0..255) holding a piece of each side
     uint64_t occ_mov[2][4]          # ... a piece that may move (unknown ones included)
     int cand[2][MAX_PIECES]         # pieces that may make a local move: those in ``near`` and the

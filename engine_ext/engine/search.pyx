@@ -95,6 +95,46 @@ cdef void unmake_null(Pos* p) noexcept nogil:
     p.side ^= 1
 
 
+cdef inline bint takes(int attacker, int defender) noexcept nogil:
+    """A piece of rank ``attacker`` that can move wins its attack on ``defender`` (both ranks known)."""
+    return attacker != R_BOMB and attacker != R_FLAG and COMBAT[attacker][defender] == ATTACKER_WINS
+
+
+cdef void mark_fights(Search* S, int me) noexcept nogil:
+    """Not in the thesis (``fight_reach``, issue 47): a fight is one of our pieces and an enemy piece whose
+    rank we know, one of which takes the other, at most ``fight_reach`` steps apart. The squares on their
+    ways to each other (a detour of one step allowed: at most two steps more than the shortest way, lakes
+    aside) join every root move's area, so a known raider's walk into our pieces, or our hunter's walk to
+    it, is searched whatever the root move and however far from it. ``fight_near`` holds every square one
+    step from those (two steps more again), as ``near`` does for the area."""
+    cdef Pos* p = &S.pos
+    cdef int a, b, sa, sb, ra, rb, d, sq, via
+    for sq in range(MAX_SQ):
+        S.fight[sq] = 0
+        S.fight_near[sq] = 0
+    if S.cfg.fight_reach < 0:
+        return
+    for b in range(p.first_id[1 - me], p.end_id[1 - me]):
+        sb = p.psq[b]
+        rb = p.prank[b]
+        if sb < 0 or rb == R_UNKNOWN:
+            continue
+        for a in range(p.first_id[me], p.end_id[me]):
+            sa = p.psq[a]
+            ra = p.prank[a]
+            if sa < 0 or not (takes(rb, ra) or takes(ra, rb)):
+                continue
+            d = manhattan(&S.kn, sa, sb)
+            if d > S.cfg.fight_reach:
+                continue
+            for sq in range(MAX_SQ):
+                via = manhattan(&S.kn, sa, sq) + manhattan(&S.kn, sq, sb)
+                if via <= d + 2:
+                    S.fight[sq] = 1
+                if via <= d + 4:
+                    S.fight_near[sq] = 1
+
+
 cdef void set_area(Search* S, int move) noexcept nogil:
     """The local search area (7.4): squares within ``radius`` steps of the first move's squares.
     ``near`` adds one ring: only pieces there (and scouts) can make a move into the area."""
@@ -116,6 +156,10 @@ cdef void set_area(Search* S, int move) noexcept nogil:
                 S.area[sq] = 1
             if d <= fr + 1:
                 S.near[sq] = 1
+        if S.fight[sq]:
+            S.area[sq] = 1
+        if S.fight_near[sq]:
+            S.near[sq] = 1
     S.box[0] = S.box[2] = 1 << 20
     S.box[1] = S.box[3] = -1
     for sq in range(MAX_SQ):
@@ -1234,6 +1278,8 @@ cdef int fill_search(Search* S, Position pos, int me, object initial, object par
     S.cfg.scout_runs = params.scout_runs
     S.cfg.flee = params.flee
     S.cfg.skip_lost_captures = params.skip_lost_captures
+    S.cfg.fight_reach = params.fight_reach
+    mark_fights(S, me)
     return 0
 
 

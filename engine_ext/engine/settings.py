@@ -70,6 +70,9 @@ class SearchShape(BaseModel):
                                      "that loses for certain in the mover's own view (both ranks known to it)")
     flee: bool = Field(False, description="quiescence: at the plies past en_prise_plies a piece of known "
                        "rank next to an enemy piece the mover knows takes it may also step where nothing may take it")
+    fight_reach: int = Field(-1, ge=-1, le=18, description="not in the thesis: one of our pieces and an enemy piece "
+                             "of known rank, one of which takes the other, at most this many steps apart: the squares "
+                             "between them join every local area (-1: none)")
 
     @model_validator(mode="after")
     def _plies(self) -> SearchShape:
@@ -329,6 +332,7 @@ class SearchParams:
     scout_runs: bool = False
     flee: bool = False
     skip_lost_captures: bool = False
+    fight_reach: int = -1
     line_approach: bool = True
     own_flag_value: float = 0.0  # 0: the scale's flag value
     flag_area: int = -1
@@ -426,6 +430,7 @@ def search_params(
         scout_runs=settings.scout_runs,
         flee=settings.flee,
         skip_lost_captures=settings.skip_lost_captures,
+        fight_reach=settings.fight_reach,
         line_approach=settings.line_approach,
         own_flag_value=settings.own_flag_value or 0.0,
         flag_area=settings.flag_area,
