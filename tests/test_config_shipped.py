@@ -134,6 +134,9 @@ TRIALS = {
     "issue47-fights": {  # ... and the whole board's fights in every area
         "max_depth": (9, 24), "flee": (False, True), "skip_lost_captures": (False, True),
         "partial_share": (0.0, 0.25), "fight_reach": (-1, 4)},
+    "issue47-deep": {  # ... and one value beneath the full plies
+        "max_depth": (9, 24), "flee": (False, True), "skip_lost_captures": (False, True),
+        "partial_share": (0.0, 0.25), "fight_reach": (-1, 4), "pemm_plies": (0, 4)},
 }
 
 

@@ -73,6 +73,8 @@ CASES = [
     ("perspecto", 5, {"flee": True, "skip_lost_captures": True, "full_plies": 2, "en_prise_plies": 2,
                       "last_piece_plies": 3}),
     ("perspecto", 5, {"fight_reach": 3, "local_radius": 1}),
+    ("perspecto", 5, {"pemm_plies": 2}),
+    ("perspecto", 6, {"pemm_plies": 4}),
 ]
 
 # A shape whose restricted plies (3 to 5) a tiny position reaches in the plain reference's time.
@@ -151,6 +153,7 @@ def test_matches_reference_on_a_sparse_classic_board() -> None:
     compare(game, params_for("perspecto"), 6)
     compare(game, params_for("perspecto", flag_area=3, own_flag_value=1000.0), 5)
     compare(game, params_for("perspecto", fight_reach=4), 5)
+    compare(game, params_for("perspecto", pemm_plies=3), 6)
     compare(game, params_for("expectiminimax"), 4)
 
 

@@ -38,6 +38,7 @@ ctypedef struct SearchConfig:
     int failed_attack_passive   # an unknown attacker's failure on a known piece is the passive move
     int failed_attack_alternative  # ... and stands for the mover's best other move, not for doing nothing
     double average_margin       # opponent moves within this of its best are averaged (9.4); < 0: off
+    int pemm_plies              # plies past this: one value, our view, alpha-beta (minimax's); 0: none
     double strategic_weight
     int depth_step              # iterative deepening's step beyond the full plies
     int scout_runs              # known scouts make range moves below the root (else one step)

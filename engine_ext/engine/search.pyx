@@ -753,6 +753,13 @@ cdef bint pemm_node(Search* S, int ply, double acc_m, double acc_o, double cut_o
     cdef double best_m = 0.0, best_o = 0.0, r, bound
     cdef int n, i, move, count = 0, n_first = 0, n_later = 0
     cdef bint ours, cut, have_passive = False, done_any = False
+    if S.cfg.pemm_plies > 0 and ply > S.cfg.pemm_plies:
+        # Below p-e-minimax's plies (``pemm_plies``): one value, our own view, alpha-beta within the
+        # subtree. The opponent's view moves by what our view finds below here.
+        r = mm_node(S, ply, acc_m, -INFINITY, INFINITY)
+        res[0] = r
+        res[1] = acc_o + (r - acc_m)
+        return False
     S.nodes += 1
     S.ply_nodes[ply] += 1
     if is_leaf(S, ply):
@@ -1273,6 +1280,7 @@ cdef int fill_search(Search* S, Position pos, int me, object initial, object par
     S.cfg.failed_attack_passive = params.failed_attack_passive
     S.cfg.failed_attack_alternative = params.failed_attack_alternative
     S.cfg.average_margin = params.average_margin
+    S.cfg.pemm_plies = params.pemm_plies
     S.cfg.strategic_weight = params.strategic_weight
     S.cfg.depth_step = params.depth_step
     S.cfg.scout_runs = params.scout_runs

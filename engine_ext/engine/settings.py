@@ -92,6 +92,9 @@ class PemmRules(BaseModel):
     failed_attack_alternative: bool = Field(
         True, description="... and that failed branch takes the value of the mover's best other move, not "
         "of doing nothing: it would have made that move instead (the weak point 8.3 names)")
+    pemm_plies: int = Field(0, ge=0, le=24, description="not in the thesis: plies 1..pemm_plies are "
+                            "p-e-minimax's, the plies below them one value in our own view with alpha-beta (the "
+                            "minimax's rules, an attack ending the more likely way); 0: every ply p-e-minimax's")
 
 
 class PsychologySettings(BaseModel):
@@ -333,6 +336,7 @@ class SearchParams:
     flee: bool = False
     skip_lost_captures: bool = False
     fight_reach: int = -1
+    pemm_plies: int = 0
     line_approach: bool = True
     own_flag_value: float = 0.0  # 0: the scale's flag value
     flag_area: int = -1
@@ -431,6 +435,7 @@ def search_params(
         flee=settings.flee,
         skip_lost_captures=settings.skip_lost_captures,
         fight_reach=settings.fight_reach,
+        pemm_plies=settings.pemm_plies,
         line_approach=settings.line_approach,
         own_flag_value=settings.own_flag_value or 0.0,
         flag_area=settings.flag_area,
