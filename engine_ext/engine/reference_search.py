@@ -811,8 +811,8 @@ class Reference:
         exceeds ``cut_o`` (its opponent-node parent no longer counts it) and returns cut=True."""
         if 0 < self.p.pemm_plies < ply:
             # Below p-e-minimax's plies: one value, our own view, alpha-beta within the subtree.
-            value = self.mm_node(ply, acc[0], -math.inf, math.inf)
-            return (value, acc[1] + (value - acc[0])), False
+            single = self.mm_node(ply, acc[0], -math.inf, math.inf)
+            return (single, acc[1] + (single - acc[0])), False
         self.nodes += 1
         if self._leaf(ply):
             return acc, False
