@@ -70,6 +70,19 @@ def needs(via: str, *names: str, referee: str | None = None, ours: tuple[Ours, .
                  tools=Tools(find_referee, program_path, fake_wrapper))
 
 
+def programs_on_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A worker's programs folder (a referee and basic_cpp, named by $UCC_DIR_ENV: the client's paths are not on
+    it), no referee setting of its own, and its temporary folder in ``tmp_path/worker`` (not in a worker)."""
+    for name in ("PERSPECTO_UCC2012", REFEREE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    folder = tmp_path / "programs"
+    executable(folder / "stratego")
+    executable(folder / "basic_cpp")
+    monkeypatch.setenv(UCC_DIR_ENV, str(folder))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "worker"))
+    return folder
+
+
 @pytest.fixture
 def identity(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(IDENTITY_ENV, f"{OURS.version}:{OURS.signature}")
@@ -97,13 +110,7 @@ def test_a_worker_reports_the_programs_it_runs_and_why_it_cannot_run_the_others(
 @pytest.mark.usefixtures("identity")
 def test_a_worker_finds_its_own_referee_and_writes_our_side_in_its_folder(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PERSPECTO_UCC2012", raising=False)
-    monkeypatch.delenv(REFEREE_ENV, raising=False)
-    folder = tmp_path / "programs"  # the worker's programs folder: the client's paths are not on it
-    executable(folder / "stratego")
-    executable(folder / "basic_cpp")
-    monkeypatch.setenv(UCC_DIR_ENV, str(folder))
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "worker"))  # not in a worker: the temporary folder
+    folder = programs_on_worker(tmp_path, monkeypatch)
     kit = worker_kit(needs("referee", "ucc-basic_cpp", referee="/opt/client/judge/stratego"))
     assert kit.problems == () and kit.referee == str(folder / "stratego")
     assert kit.programs == {"ucc-basic_cpp": str(folder / "basic_cpp")}
@@ -149,13 +156,7 @@ def test_the_client_refuses_a_worker_by_what_it_lacks_and_names_what_an_accepted
 @pytest.mark.usefixtures("identity")
 def test_a_paired_runs_worker_writes_both_arms_wrappers_and_is_refused_where_either_profile_differs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = tmp_path / "programs"
-    executable(folder / "stratego")
-    executable(folder / "basic_cpp")
-    for name in ("PERSPECTO_UCC2012", REFEREE_ENV):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv(UCC_DIR_ENV, str(folder))
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "worker"))
+    programs_on_worker(tmp_path, monkeypatch)
     kit = worker_kit(needs("referee", "ucc-basic_cpp", ours=PAIRED))
     assert kit.problems == () and sorted(kit.profiles) == ["perspecto", "random"]
     referee = tmp_path / "worker" / "perspecto-gauntlet" / "run-1" / "referee"
@@ -177,13 +178,7 @@ def test_a_paired_runs_worker_writes_both_arms_wrappers_and_is_refused_where_eit
 @pytest.mark.usefixtures("identity")
 def test_a_worker_writes_each_arms_wrapper_with_its_own_clock_at_time_odds(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = tmp_path / "programs"
-    executable(folder / "stratego")
-    executable(folder / "basic_cpp")
-    for name in ("PERSPECTO_UCC2012", REFEREE_ENV):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv(UCC_DIR_ENV, str(folder))
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "worker"))
+    programs_on_worker(tmp_path, monkeypatch)
     clocks: dict[str, float] = {}
 
     def recording_wrapper(path: Path, profile: str, move_time: float, config: str | None, state: Path | None) -> None:

@@ -321,25 +321,30 @@ def test_a_resumed_run_plays_only_the_games_without_a_record(tmp_path: Path, mon
 # --- the command ------------------------------------------------------------------------------------------------
 
 
+def forfeit_record(job: GauntletJob, loser: Side) -> Any:
+    """A stand-in game's record: ``loser`` forfeits at once (no setups needed to read it back)."""
+    from engine_ext.rules.record import GameRecord, RecordedPlayer
+
+    red, blue = (job.ours, job.opponent) if job.our_side == Side.RED else (job.opponent, job.ours)
+    return GameRecord(ruleset="classic", options={}, red=RecordedPlayer(red, {}), blue=RecordedPlayer(blue, {}),
+                      result={"winner": str(loser.other), "reason": "forfeit_timeout", "plies": 0,
+                              "forfeits": [str(loser)]}, game_id=job.game_id)
+
+
 def test_the_command_stops_at_the_sprts_verdict_resumes_and_reports_the_same(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The whole command in this process, the games a stand-in: the candidate wins every game by the
     program's forfeit, the baseline loses every one by its own."""
     import bot.commands.gauntlet_run.jobs as gauntlet_jobs
     from bot.cli import main
-    from engine_ext.rules.record import GameRecord, RecordedPlayer
 
     played: list[str] = []
 
     def stand_in(job: GauntletJob) -> GauntletOutcome:
         played.append(job.game_id)
         assert job.lab is not None and job.lab.a_side == job.our_side and job.setup_seed == job.lab.red_seed
-        red, blue = (job.ours, job.opponent) if job.our_side == Side.RED else (job.opponent, job.ours)
         loser = job.our_side.other if job.arm == "candidate" else job.our_side
-        record = GameRecord(ruleset="classic", options={}, red=RecordedPlayer(red, {}), blue=RecordedPlayer(blue, {}),
-                            result={"winner": str(loser.other), "reason": "forfeit_timeout", "plies": 0,
-                                    "forfeits": [str(loser)]}, game_id=job.game_id)
-        return GauntletOutcome(job, record, 0.0)
+        return GauntletOutcome(job, forfeit_record(job, loser), 0.0)
 
     monkeypatch.setattr(gauntlet_jobs, "play_gauntlet_job", stand_in)
     config = tmp_path / "config"
@@ -498,18 +503,13 @@ def test_time_odds_give_each_arm_its_clock_in_the_referee_and_its_wrapper_and_ke
     stand-in): every job's clock and the wrapper it runs are its arm's, the plan keeps them for --resume."""
     import bot.commands.gauntlet_run.jobs as gauntlet_jobs
     from bot.cli import main
-    from engine_ext.rules.record import GameRecord, RecordedPlayer
 
     played: list[GauntletJob] = []
 
     def stand_in(job: GauntletJob) -> GauntletOutcome:
         played.append(job)
-        red, blue = (job.ours, job.opponent) if job.our_side == Side.RED else (job.opponent, job.ours)
         loser = job.our_side.other if job.clock.move_time == 4 else job.our_side  # the longer clock wins
-        record = GameRecord(ruleset="classic", options={}, red=RecordedPlayer(red, {}), blue=RecordedPlayer(blue, {}),
-                            result={"winner": str(loser.other), "reason": "forfeit_timeout", "plies": 0,
-                                    "forfeits": [str(loser)]}, game_id=job.game_id)
-        return GauntletOutcome(job, record, 0.0)
+        return GauntletOutcome(job, forfeit_record(job, loser), 0.0)
 
     monkeypatch.setattr(gauntlet_jobs, "play_gauntlet_job", stand_in)
     referee = tmp_path / "stratego"
