@@ -162,9 +162,10 @@ def test_matches_reference_on_a_sparse_classic_board_deeper() -> None:
     compare(sparse_classic_view(), params_for("perspecto", scout_runs=True), 6)
 
 
-def test_threads_change_nothing() -> None:
+@pytest.mark.parametrize("changes", [{}, {"fight_reach": 3}, {"pemm_plies": 3}])
+def test_threads_change_nothing(changes: dict[str, Any]) -> None:
     view = mini_view(3)
-    params = params_for("perspecto")
+    params = params_for("perspecto", **changes)
     moves = view.legal_codes()
     one = SearchRunner(view.position, int(view.side_to_move), initial_counts(view), params, threads=1)
     two = SearchRunner(view.position, int(view.side_to_move), initial_counts(view), params, threads=2)
